@@ -1,0 +1,1 @@
+"""Models and inspectors: traffic, occupancy, waves, shared-memory banks, SASS."""

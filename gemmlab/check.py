@@ -1,0 +1,109 @@
+"""The correctness harness: fresh random inputs, float64 reference, poisoned output.
+
+Tolerance rule (the one place it is written): FP32 accumulation error grows about like sqrt(K),
+so a result passes when
+
+    ||out - ref||_F / ||ref||_F  <=  1e-5 * max(1, sqrt(K / 4096))
+
+and every element of ``out`` is finite wherever the reference is finite (NaN/Inf always fail).
+FP32 SIMT stages land near 1e-6 at K = 4096. When the reference is all zeros the absolute norm is
+compared instead.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, asdict
+
+ALPHA, BETA = 0.5, 3.0
+
+
+def tolerance(K: int) -> float:
+    return 1e-5 * max(1.0, math.sqrt(max(K, 1) / 4096))
+
+
+@dataclass
+class CheckResult:
+    rel_error: float
+    tolerance: float
+    finite: bool
+    correct: bool
+
+    def as_dict(self):
+        return asdict(self)
+
+
+def compare(out, ref, K: int) -> CheckResult:
+    """``out`` float32 and ``ref`` float64 torch tensors of the same shape."""
+    import torch
+
+    out_finite_where = bool(torch.isfinite(out.double())[torch.isfinite(ref)].all()) if ref.numel() else True
+    diff = (out.double() - ref)
+    diff = torch.where(torch.isfinite(ref), diff, torch.zeros_like(diff))
+    num = float(torch.linalg.vector_norm(diff))
+    den = float(torch.linalg.vector_norm(torch.where(torch.isfinite(ref), ref, torch.zeros_like(ref))))
+    rel = num / den if den > 0 else num
+    if not math.isfinite(rel):
+        rel = float("inf")
+    tol = tolerance(K)
+    ok = out_finite_where and rel <= tol
+    return CheckResult(rel, tol, out_finite_where, ok)
+
+
+def random_operands(M, N, K, layout="nn", batch=None, device="cuda", seed=None, c_layout="row"):
+    """Fresh random a, b, c (uniform in [-1, 1)) as torch tensors in the requested layouts."""
+    import torch
+
+    g = torch.Generator(device=device)
+    g.manual_seed(seed if seed is not None else torch.seed() % (2**62))
+    lead = (batch,) if batch else ()
+
+    def mat(r, c, trans):
+        if trans:
+            t = torch.rand(lead + (c, r), generator=g, device=device) * 2 - 1
+            return t.transpose(-1, -2)
+        return torch.rand(lead + (r, c), generator=g, device=device) * 2 - 1
+
+    a = mat(M, K, layout[0] == "t")
+    b = mat(K, N, layout[1] == "t")
+    c = mat(M, N, c_layout == "col")
+    return a, b, c
+
+
+def reference(a, b, c, alpha, beta):
+    ref = alpha * (a.double() @ b.double())
+    if c is not None and beta != 0.0:
+        ref = ref + beta * c.double()
+    return ref
+
+
+def poisoned_like(c):
+    import torch
+
+    return torch.full_like(c, float("nan"))
+
+
+def check_stage(stage, M, N, K, layout="nn", *, config=None, batch=None, alpha=ALPHA, beta=BETA, seed=None):
+    """Run ``stage`` once on fresh data into a NaN-poisoned output and compare with float64."""
+    import gemmlab
+
+    a, b, c = random_operands(M, N, K, layout, batch, seed=seed)
+    out = poisoned_like(c)  # separate from c: the kernel must write every element
+    ref = reference(a, b, c, alpha, beta)
+    fn = gemmlab.gemm_batched if batch else gemmlab.gemm
+    fn(a, b, c, alpha=alpha, beta=beta, out=out, stage=stage, config=config)
+    import torch
+
+    torch.cuda.synchronize()
+    return compare(out, ref, K)
+
+
+def check_stage_poisoned(stage, M, N, K, layout="nn", *, config=None, alpha=ALPHA, seed=None):
+    """beta = 0 into an output full of NaN: every element must be written and NaN must not leak."""
+    import gemmlab
+    import torch
+
+    a, b, c = random_operands(M, N, K, layout, seed=seed)
+    out = torch.full_like(c, float("nan"))
+    gemmlab.gemm(a, b, out, alpha=alpha, beta=0.0, out=out, stage=stage, config=config)
+    torch.cuda.synchronize()
+    return compare(out, reference(a, b, None, alpha, 0.0), K)

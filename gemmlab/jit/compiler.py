@@ -1,0 +1,172 @@
+"""Compile generated CUDA C++ to a cubin for an explicit arch, with a disk and memory cache.
+
+The default backend is NVRTC through cuda.core (works with no GPU: the arch is given). Set
+``GEMMLAB_COMPILER=nvcc`` to use ``nvcc -cubin`` instead (same options; needs a CUDA toolkit).
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import CompileError
+from .cache import KernelCache
+
+KERNEL_DIR = Path(__file__).resolve().parent.parent / "kernels"
+_INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+STD = "c++17"
+
+
+@dataclass
+class CompiledKernel:
+    """A cubin and what it was built from. ``name`` is the extern "C" kernel symbol."""
+
+    name: str
+    cubin: bytes
+    arch: str
+    key: str
+    source: str
+    cached: bool = False  # True when it came from the disk or memory cache
+    compile_seconds: float = 0.0
+    meta: dict = field(default_factory=dict)
+
+
+def _backend() -> str:
+    b = os.environ.get("GEMMLAB_COMPILER", "nvrtc").lower()
+    if b not in ("nvrtc", "nvcc"):
+        raise CompileError(f"GEMMLAB_COMPILER={b!r}: use 'nvrtc' (default) or 'nvcc'")
+    return b
+
+
+@functools.lru_cache(maxsize=None)
+def _nvrtc_version() -> str:
+    from cuda.bindings import nvrtc
+
+    err, major, minor = nvrtc.nvrtcVersion()
+    return f"nvrtc-{major}.{minor}"
+
+
+@functools.lru_cache(maxsize=None)
+def _nvcc_version() -> str:
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        raise CompileError("GEMMLAB_COMPILER=nvcc but no nvcc on PATH; unset it to use NVRTC")
+    out = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
+    return "nvcc-" + out.strip().splitlines()[-1]
+
+
+def compiler_version() -> str:
+    return _nvrtc_version() if _backend() == "nvrtc" else _nvcc_version()
+
+
+def included_headers(source: str, include_dirs=(KERNEL_DIR,)) -> dict[str, bytes]:
+    """Every header the source includes with #include "...", recursively: {name: contents}."""
+    found: dict[str, bytes] = {}
+    todo = _INCLUDE_RE.findall(source)
+    while todo:
+        name = todo.pop()
+        if name in found:
+            continue
+        for d in include_dirs:
+            p = Path(d) / name
+            if p.is_file():
+                data = p.read_bytes()
+                found[name] = data
+                todo.extend(_INCLUDE_RE.findall(data.decode("utf-8", "replace")))
+                break
+        else:
+            raise CompileError(f'#include "{name}": not found in {[str(d) for d in include_dirs]}')
+    return found
+
+
+def options_for(arch: str) -> list[str]:
+    return [f"--std={STD}", f"-arch={arch}", "-lineinfo", f"-I{KERNEL_DIR}"]
+
+
+def cache_key(source: str, arch: str, options: list[str], include_dirs=(KERNEL_DIR,)) -> str:
+    from .. import __version__
+
+    h = hashlib.sha256()
+    for part in (source, arch, " ".join(o for o in options if not o.startswith("-I")),
+                 compiler_version(), __version__):
+        h.update(part.encode())
+        h.update(b"\0")
+    for name, data in sorted(included_headers(source, include_dirs).items()):
+        h.update(name.encode() + b"\0" + data + b"\0")
+    return h.hexdigest()
+
+
+_memory: dict[str, CompiledKernel] = {}
+_lock = threading.Lock()
+_cache = KernelCache()
+
+
+def compile_cubin(source: str, name: str, arch: str, cache: KernelCache | None = None) -> CompiledKernel:
+    """Compile ``source`` (which defines extern "C" kernel ``name``) to a cubin for ``arch``."""
+    if not re.fullmatch(r"sm_\d+a?", arch):
+        raise CompileError(f"arch {arch!r}: expected the form sm_90 or sm_90a")
+    cache = cache or _cache
+    options = options_for(arch)
+    key = cache_key(source, arch, options)
+    with _lock:
+        hit = _memory.get(key)
+    if hit is not None:
+        return CompiledKernel(hit.name, hit.cubin, arch, key, source, cached=True, meta=hit.meta)
+    entry = cache.get(key)
+    if entry is not None:
+        cubin, meta = entry
+        ck = CompiledKernel(name, cubin, arch, key, source, cached=True, meta=meta)
+    else:
+        t0 = time.perf_counter()
+        cubin = _nvrtc(source, name, arch) if _backend() == "nvrtc" else _nvcc(source, name, arch)
+        dt = time.perf_counter() - t0
+        meta = {"name": name, "arch": arch, "compiler": compiler_version()}
+        try:
+            cache.put(key, cubin, meta)
+        except OSError as e:  # a read-only cache must not stop the computation
+            print(f"gemmlab: could not write the kernel cache at {cache.root}: {e}", file=sys.stderr)
+        ck = CompiledKernel(name, cubin, arch, key, source, cached=False, compile_seconds=dt, meta=meta)
+    if os.environ.get("GEMMLAB_DUMP_SASS"):
+        from ..analysis.sass import disassemble
+
+        print(f"// gemmlab: SASS of {name} ({arch})\n{disassemble(ck.cubin)}", file=sys.stderr)
+    with _lock:
+        _memory[key] = ck
+    return ck
+
+
+def _nvrtc(source: str, name: str, arch: str) -> bytes:
+    from cuda.core import Program, ProgramOptions
+
+    opts = ProgramOptions(name=f"{name}.cu", arch=arch, std=STD, lineinfo=True, include_path=[str(KERNEL_DIR)])
+    try:
+        prog = Program(source, "c++", opts)
+        obj = prog.compile("cubin")
+    except Exception as e:  # cuda.core raises NVRTCError with the log in its message
+        msg = str(e)
+        log = msg.split("compilation log:", 1)[-1].strip() if "compilation log:" in msg else msg
+        raise CompileError(f"NVRTC could not compile {name} for {arch}", log=log, source=source) from None
+    return bytes(obj.code)
+
+
+def _nvcc(source: str, name: str, arch: str) -> bytes:
+    _nvcc_version()
+    with tempfile.TemporaryDirectory(prefix="gemmlab-nvcc-") as d:
+        src = Path(d) / f"{name}.cu"
+        out = Path(d) / f"{name}.cubin"
+        src.write_text(source)
+        cmd = [shutil.which("nvcc"), "-cubin", f"-arch={arch}", f"-std={STD}", "-lineinfo",
+               f"-I{KERNEL_DIR}", "-o", str(out), str(src)]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise CompileError(f"nvcc could not compile {name} for {arch}", log=r.stderr, source=source)
+        return out.read_bytes()

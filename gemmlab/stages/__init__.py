@@ -1,0 +1,46 @@
+"""The stage registry: every ``sNN_name.py`` in this folder that defines ``STAGE``."""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+
+from ..errors import ConfigError
+from .base import Param, Problem, StageSpec
+
+_STAGE_FILE = re.compile(r"^s\d\d[a-z]?_\w+$")
+_registry: dict[str, StageSpec] | None = None
+
+
+def _load() -> dict[str, StageSpec]:
+    global _registry
+    if _registry is None:
+        found = {}
+        for mod in pkgutil.iter_modules(__path__):
+            if _STAGE_FILE.match(mod.name) or mod.name == "tuned":
+                m = importlib.import_module(f"{__name__}.{mod.name}")
+                spec = getattr(m, "STAGE", None)
+                if spec is None:
+                    continue
+                if mod.name != "tuned" and mod.name != f"{spec.id}_{spec.name}":
+                    raise RuntimeError(f"stage file {mod.name}.py declares {spec.id}_{spec.name}")
+                found[spec.id] = spec
+        _registry = dict(sorted(found.items(), key=lambda kv: (kv[0] == "tuned", kv[0])))
+    return _registry
+
+
+def all_stages() -> list[StageSpec]:
+    return list(_load().values())
+
+
+def get(stage_id: str) -> StageSpec:
+    reg = _load()
+    if stage_id in reg:
+        return reg[stage_id]
+    by_name = {s.name: s for s in reg.values()}
+    if stage_id in by_name:
+        return by_name[stage_id]
+    raise ConfigError(f"unknown stage {stage_id!r}; stages are {', '.join(reg)} (or 'auto')")
+
+
+__all__ = ["Param", "Problem", "StageSpec", "all_stages", "get"]
