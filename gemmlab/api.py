@@ -220,6 +220,9 @@ def kernel_for(spec, cfg, variant, arch):
 
 def run_problem(spec, cfg, prob: Problem, dev: int, stream_h: int, *, variant=None):
     """Compile (cached) and launch ``spec`` at ``cfg`` on ``prob``; returns the CompiledKernel."""
+    other = spec.fallback(cfg, prob) if variant is None else None
+    if other is not None:
+        return run_problem(other[0], other[1], prob, dev, stream_h)
     spec.check_problem(cfg, prob)
     variant = spec.variant(cfg, prob) if variant is None else variant
     arch = _device.arch(dev)

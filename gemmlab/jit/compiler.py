@@ -88,8 +88,8 @@ def included_headers(source: str, include_dirs=(KERNEL_DIR,)) -> dict[str, bytes
     return found
 
 
-def options_for(arch: str) -> list[str]:
-    return [f"--std={STD}", f"-arch={arch}", "-lineinfo", f"-I{KERNEL_DIR}"]
+def options_for(arch: str, include_dirs=(KERNEL_DIR,)) -> list[str]:
+    return [f"--std={STD}", f"-arch={arch}", "-lineinfo"] + [f"-I{d}" for d in include_dirs]
 
 
 def cache_key(source: str, arch: str, options: list[str], include_dirs=(KERNEL_DIR,)) -> str:
@@ -110,15 +110,17 @@ _lock = threading.Lock()
 _cache = KernelCache()
 
 
-def compile_cubin(source: str, name: str, arch: str, cache: KernelCache | None = None) -> CompiledKernel:
+def compile_cubin(source: str, name: str, arch: str, cache: KernelCache | None = None,
+                  include_dirs=(KERNEL_DIR,)) -> CompiledKernel:
     """Compile ``source`` (which defines extern "C" kernel ``name``) to a cubin for ``arch``."""
     if not re.fullmatch(r"sm_\d+a?", arch):
         raise CompileError(f"arch {arch!r}: expected the form sm_90 or sm_90a")
     cache = cache or _cache
-    options = options_for(arch)
-    key = cache_key(source, arch, options)
+    include_dirs = tuple(str(d) for d in include_dirs)
+    options = options_for(arch, include_dirs)
+    key = cache_key(source, arch, options, include_dirs)
     with _lock:
-        hit = _memory.get(key)
+        hit = _memory.get(key) if cache is _cache else None
     if hit is not None:
         return CompiledKernel(hit.name, hit.cubin, arch, key, source, cached=True, meta=hit.meta)
     entry = cache.get(key)
@@ -127,7 +129,8 @@ def compile_cubin(source: str, name: str, arch: str, cache: KernelCache | None =
         ck = CompiledKernel(name, cubin, arch, key, source, cached=True, meta=meta)
     else:
         t0 = time.perf_counter()
-        cubin = _nvrtc(source, name, arch) if _backend() == "nvrtc" else _nvcc(source, name, arch)
+        compile_fn = _nvrtc if _backend() == "nvrtc" else _nvcc
+        cubin = compile_fn(source, name, arch, include_dirs)
         dt = time.perf_counter() - t0
         meta = {"name": name, "arch": arch, "compiler": compiler_version()}
         try:
@@ -144,10 +147,10 @@ def compile_cubin(source: str, name: str, arch: str, cache: KernelCache | None =
     return ck
 
 
-def _nvrtc(source: str, name: str, arch: str) -> bytes:
+def _nvrtc(source: str, name: str, arch: str, include_dirs) -> bytes:
     from cuda.core import Program, ProgramOptions
 
-    opts = ProgramOptions(name=f"{name}.cu", arch=arch, std=STD, lineinfo=True, include_path=[str(KERNEL_DIR)])
+    opts = ProgramOptions(name=f"{name}.cu", arch=arch, std=STD, lineinfo=True, include_path=list(include_dirs))
     try:
         prog = Program(source, "c++", opts)
         obj = prog.compile("cubin")
@@ -158,14 +161,14 @@ def _nvrtc(source: str, name: str, arch: str) -> bytes:
     return bytes(obj.code)
 
 
-def _nvcc(source: str, name: str, arch: str) -> bytes:
+def _nvcc(source: str, name: str, arch: str, include_dirs) -> bytes:
     _nvcc_version()
     with tempfile.TemporaryDirectory(prefix="gemmlab-nvcc-") as d:
         src = Path(d) / f"{name}.cu"
         out = Path(d) / f"{name}.cubin"
         src.write_text(source)
         cmd = [shutil.which("nvcc"), "-cubin", f"-arch={arch}", f"-std={STD}", "-lineinfo",
-               f"-I{KERNEL_DIR}", "-o", str(out), str(src)]
+               *[f"-I{d}" for d in include_dirs], "-o", str(out), str(src)]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             raise CompileError(f"nvcc could not compile {name} for {arch}", log=r.stderr, source=source)

@@ -91,7 +91,7 @@ class StageSpec:
     sass_scalar: tuple = ()            # opcodes that must appear in the scalar instantiation
     aligned_path: bool = False         # True: has a float4 (16-byte) instantiation plus a scalar one
     min_cc: int = 70                   # lowest compute capability that can run it (x10: 90 = sm_90)
-    expected_pct_cublas: float | None = None  # notes 000 §12.2
+    expected_pct_cublas: tuple | None = None  # (low, high) % of cuBLAS, notes 000 §12.2
     extra: dict = field(default_factory=dict)
 
     # ---- configuration -------------------------------------------------------------------
@@ -168,6 +168,11 @@ class StageSpec:
     def check_problem(self, cfg: dict, problem: Problem) -> None:
         """Raise ConfigError if this stage cannot run ``problem`` (default: every shape works)."""
 
+    def fallback(self, cfg: dict, problem: Problem):
+        """(other spec, its config) that runs ``problem`` instead, or None. E.g. TMA needs 16-byte
+        strides; without them s11 hands the problem to s10. Reports name the kernel that ran."""
+        return None
+
     # Extra kernel parameters after the common ones, e.g. TMA descriptors:
     # list of C++ declarations, the names passed on to Stage::run, and their values at launch.
     def extra_params(self, cfg: dict, variant: dict) -> list[tuple[str, str]]:
@@ -175,6 +180,18 @@ class StageSpec:
 
     def extra_args(self, cfg: dict, variant: dict, problem: Problem) -> list:
         return []
+
+    # ---- shared-memory addressing (for analysis/banks.py and `gemmlab explain`) ----------
+    def smem_accesses(self, cfg: dict) -> dict:
+        """The real shared-memory addressing of this stage's kernel, for the bank model.
+
+        Returns {"a_load": [...], "b_load": [...], "a_store": [...], "b_store": [...]}: for each
+        kind, the list of warp-level shared-memory instructions of that kind that warp 0 issues
+        in one BK step of the main loop (loads) or one tile store (stores). Each instruction is
+        (width_bytes, addresses) with ``addresses`` the 32 byte addresses of the lanes (None for
+        an inactive lane), ``width_bytes`` 4, 8 or 16. Stages without shared memory return {}.
+        """
+        return {}
 
     # ---- reporting -----------------------------------------------------------------------
     def describe(self) -> dict:

@@ -1,0 +1,81 @@
+"""Every registered stage compiles for sm_90 (and sm_80 where it can run there) in every
+instantiation, with no local memory, and shows the SASS that proves its mechanism."""
+import pytest
+
+import gemmlab
+from gemmlab.analysis import sass
+from gemmlab.api import kernel_for
+from gemmlab.errors import ConfigError
+from gemmlab.stages import all_stages, get
+
+STAGES = all_stages()
+
+
+def _cases():
+    for spec in STAGES:
+        cfg = spec.default_config
+        for arch in ("sm_90", "sm_80"):
+            if int(arch[3:]) < spec.min_cc:
+                continue
+            for i, variant in enumerate(spec.variants(cfg)):
+                yield pytest.param(spec.id, arch, i, id=f"{spec.id}-{arch}-{spec.kernel_name(cfg, variant)[len('gemmlab_'):]}")
+
+
+def test_registry_order_and_fields():
+    ids = [s.id for s in STAGES]
+    assert ids[0] == "s01"
+    assert ids == sorted(ids, key=lambda i: (i == "tuned", i))
+    for s in STAGES:
+        assert s.name and s.adds and s.notes, s.id
+        assert s.header == f"{s.id}_{s.name}.cuh"
+        assert [x.id for x in gemmlab.stages()] == ids
+        assert get(s.id) is s and get(s.name) is s
+
+
+@pytest.mark.parametrize("stage_id,arch,index", list(_cases()))
+def test_stage_compiles_without_spills_and_shows_its_sass(stage_id, arch, index):
+    spec = get(stage_id)
+    cfg = spec.default_config
+    variants = spec.variants(cfg)
+    variant = variants[index]
+    ck = kernel_for(spec, cfg, variant, arch)
+    res = sass.resources(ck.cubin)
+    assert res["local_bytes"] == 0, f"{ck.name} uses {res['local_bytes']} B of local memory (spills)"
+    insns = sass.instructions(ck.cubin)
+    assert not sass.has_opcode(insns, "LDL") and not sass.has_opcode(insns, "STL"), f"{ck.name} spills"
+    if arch == "sm_90":
+        if index == 0:
+            wanted = spec.sass
+        elif index == len(variants) - 1 and spec.aligned_path:
+            wanted = spec.sass_scalar
+        else:
+            wanted = ()
+        missing = [op for op in wanted if not sass.has_opcode(insns, op)]
+        assert not missing, f"{ck.name}: declared SASS {missing} not found; mix {sass.mix(insns)}"
+        assert sass.has_opcode(insns, "FFMA")
+
+
+@pytest.mark.parametrize("stage_id", [s.id for s in STAGES])
+def test_config_errors_name_the_problem(stage_id):
+    spec = get(stage_id)
+    with pytest.raises(ConfigError, match="unknown config key 'no_such_param'"):
+        spec.config({"no_such_param": 1})
+    if spec.params:
+        p = spec.params[0]
+        with pytest.raises(ConfigError, match="not an integer"):
+            spec.config({p.name: "x"})
+    assert spec.config() == spec.default_config
+    assert spec.constraints(spec.default_config) == []
+
+
+def test_unknown_stage_lists_the_known_ones():
+    with pytest.raises(ConfigError, match="unknown stage 's99'.*s01"):
+        get("s99")
+
+
+def test_s01_block_constraint_is_enforced():
+    spec = get("s01")
+    with pytest.raises(ConfigError, match="multiple of 32"):
+        spec.config({"block_n": 48})
+    with pytest.raises(ConfigError, match="32..1024"):
+        spec.config({"block_m": 64, "block_n": 32})
