@@ -52,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
         try:
             mod = importlib.import_module(name)
         except ModuleNotFoundError as e:
-            if e.name == name:
+            if e.name and name.startswith(e.name):  # that command group is not installed
                 continue
             raise
         mod.register(sub)
