@@ -50,7 +50,7 @@ def sass_report(stage_id: str, arch: str = "sm_90", config=None, scalar=False) -
     variants = spec.variants(cfg)
     variant = variants[-1] if scalar else variants[0]
     ck = kernel_for(spec, cfg, variant, arch)
-    info = sass.inspect(ck.cubin)
+    info = sass.inspect(ck.cubin, ck.name)
     return {"stage": spec.id, "arch": arch, "kernel": ck.name, "config": cfg, "variant": variant,
             **info, "_cubin": ck.cubin}
 
@@ -71,8 +71,15 @@ def cmd_sass(args) -> int:
     mix = rep["mix"]
     print("  mix: " + ", ".join(f"{k} {v}" for k, v in sorted(mix.items(), key=lambda kv: -kv[1]) if k != "total")
           + f" (of {mix.get('total', 0)} instructions)")
-    print(f"  main loop: {rep['main_loop_instructions']} instructions, FFMA share {rep['main_loop_ffma_share']:.1%}, "
-          f".reuse share {rep['reuse_share']:.1%}, register-bank conflicts {rep['reg_bank_conflicts']}")
+    if rep["main_loop_instructions"]:
+        loop_mix = ", ".join(f"{k} {v}" for k, v in sorted(rep["main_loop_mix"].items(), key=lambda kv: -kv[1]))
+        print(f"  main loop {rep['main_loop_span'][0]}..{rep['main_loop_span'][1]}: {rep['main_loop_instructions']} "
+              f"instructions, FFMA share {rep['main_loop_ffma_share']:.1%} ({loop_mix})")
+    else:
+        print("  main loop: no loop with FFMAs found (fully unrolled?)")
+    print(f"  FFMA operands ({rep['register_stats_scope']}): .reuse share {rep['reuse_share']:.1%} "
+          f"(served from the reuse cache {rep['reuse_hit_share']:.1%}), register-bank conflicts "
+          f"{rep['reg_bank_conflicts']} FFMAs ({rep['reg_bank_conflict_cycles']} extra cycles)")
     return 0
 
 

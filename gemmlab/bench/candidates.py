@@ -1,0 +1,242 @@
+"""What the ladder measures: a *candidate* is one gemmlab stage or one baseline.
+
+Every candidate can
+- ``prepare(ops)``: launch once on the timed operands (alpha = 1, beta = 0, ``ops.out`` poisoned
+  with NaN first) and return a :class:`Prepared`: a no-argument ``launch`` that repeats exactly
+  that launch, and what is known about the kernel that ran;
+- ``check(M, N, K, layout)``: the correctness check on fresh inputs (alpha 0.5, beta 3.0, random
+  C, NaN-poisoned output, float64 reference; gemmlab/check.py) -> ``check.CheckResult``.
+
+Stages are timed through ``api.run_problem`` (what ``gemmlab.gemm`` calls once the arguments are
+checked), so the timed region holds the kernel launch only. The launch sequence ``run_problem``
+makes is recorded once and replayed: the replay is the same kernel, grid, block, shared memory and
+arguments (TMA descriptors included), with none of the per-call Python work in between.
+"""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+
+from .. import check as _check
+
+
+@dataclass
+class Operands:
+    """The timed problem: torch tensors a (M x K), b (K x N) in ``layout``, out (M x N, row-major)."""
+
+    M: int
+    N: int
+    K: int
+    layout: str
+    a: object
+    b: object
+    out: object
+    device: int
+    _ref: object = None
+
+    @staticmethod
+    def make(M: int, N: int, K: int, layout: str = "nn", device: int = 0, seed: int = 1234) -> "Operands":
+        import torch
+
+        a, b, _ = _check.random_operands(M, N, K, layout, device=f"cuda:{device}", seed=seed)
+        out = torch.full((M, N), float("nan"), dtype=torch.float32, device=f"cuda:{device}")
+        return Operands(M, N, K, layout, a, b, out, device)
+
+    @property
+    def stream_handle(self) -> int:
+        import torch
+
+        return int(torch.cuda.current_stream(self.device).cuda_stream)
+
+    def poison(self) -> None:
+        self.out.fill_(float("nan"))
+
+    def reference(self):
+        """float64 a @ b, computed once per operand set."""
+        if self._ref is None:
+            self._ref = _check.reference(self.a, self.b, None, 1.0, 0.0)
+        return self._ref
+
+    def check_out(self) -> _check.CheckResult:
+        """Compare ``out`` (after a launch with alpha 1, beta 0) with the float64 reference."""
+        import torch
+
+        torch.cuda.synchronize(self.device)
+        return _check.compare(self.out, self.reference(), self.K)
+
+
+@dataclass
+class Prepared:
+    launch: object                   # no-argument callable: enqueue the timed work once
+    kernel: str | None = None        # the instantiation that ran
+    info: dict = field(default_factory=dict)  # registers, smem_*_bytes, threads, grid, blocks_per_sm, ...
+    probe: object = None             # callable to run under the profiler for the kernel names (after timing)
+
+
+@dataclass
+class Candidate:
+    id: str
+    name: str
+    kind: str                        # "stage" or "baseline"
+    adds: str = ""
+    notes: str = ""
+    expected_pct_cublas: tuple | None = None
+    config: dict | None = None
+
+    def check(self, M, N, K, layout):  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def prepare(self, ops: Operands) -> Prepared:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def describe(self) -> dict:
+        return {"stage": self.id, "name": self.name, "kind": self.kind, "adds": self.adds,
+                "notes": self.notes,
+                "expected_pct_cublas": list(self.expected_pct_cublas) if self.expected_pct_cublas else None,
+                "config": self.config}
+
+
+def check_callable(fn, M, N, K, layout) -> _check.CheckResult:
+    """gemmlab.check's procedure for anything that computes ``out = alpha a b + beta c``:
+    ``fn(a, b, c, alpha, beta, out)``."""
+    import torch
+
+    a, b, c = _check.random_operands(M, N, K, layout)
+    out = _check.poisoned_like(c)
+    ref = _check.reference(a, b, c, _check.ALPHA, _check.BETA)
+    fn(a, b, c, _check.ALPHA, _check.BETA, out)
+    torch.cuda.synchronize()
+    return _check.compare(out, ref, K)
+
+
+# ---- gemmlab stages ----------------------------------------------------------------------
+
+@dataclass
+class _Launch:
+    ck: object
+    device: int
+    stream: int
+    grid: tuple
+    block: object
+    smem: int
+    args: list
+
+
+@contextlib.contextmanager
+def recorded_launches():
+    """Record every ``gemmlab.jit.launch.launch`` call made inside the block (they still run)."""
+    from ..jit import launch as launch_mod
+
+    real = launch_mod.launch
+    calls: list[_Launch] = []
+
+    def recording(ck, device_id, stream_handle, grid, block, smem, args):
+        calls.append(_Launch(ck, device_id, stream_handle, tuple(grid), block, int(smem), list(args)))
+        return real(ck, device_id, stream_handle, grid, block, smem, args)
+
+    launch_mod.launch = recording
+    try:
+        yield calls
+    finally:
+        launch_mod.launch = real
+
+
+def replayer(calls: list[_Launch]):
+    """A no-argument callable that repeats ``calls`` with cuda.core directly."""
+    from cuda.core import LaunchConfig, launch as cc_launch
+
+    from ..jit import launch as launch_mod
+
+    prepared = []
+    for c in calls:
+        kernel, _ = launch_mod.load(c.ck, c.device)
+        block = tuple(int(b) for b in c.block) if isinstance(c.block, (tuple, list)) else int(c.block)
+        cfg = LaunchConfig(grid=tuple(int(g) for g in c.grid), block=block, shmem_size=int(c.smem))
+        prepared.append((launch_mod.stream_object(c.stream), cfg, kernel, tuple(c.args)))
+
+    if len(prepared) == 1:
+        stream, cfg, kernel, args = prepared[0]
+
+        def one():
+            cc_launch(stream, cfg, kernel, *args)
+        return one
+
+    def many():
+        for stream, cfg, kernel, args in prepared:
+            cc_launch(stream, cfg, kernel, *args)
+    return many
+
+
+def _attr(obj, name):
+    v = getattr(obj, name)
+    return v() if callable(v) else v
+
+
+def kernel_info(ck, device: int, threads: int, dynamic_smem: int) -> dict:
+    """Registers, shared memory and blocks per SM of a loaded gemmlab kernel (CUDA occupancy API)."""
+    from ..jit import launch as launch_mod
+
+    info = {"threads": threads, "smem_dynamic_bytes": int(dynamic_smem), "registers": None,
+            "smem_static_bytes": None, "smem_bytes": None, "local_bytes": None, "blocks_per_sm": None}
+    kernel, _ = launch_mod.load(ck, device)
+    for key, attr in (("registers", "num_regs"), ("smem_static_bytes", "shared_size_bytes"),
+                      ("local_bytes", "local_size_bytes")):
+        try:
+            info[key] = int(_attr(kernel.attributes, attr))
+        except Exception:
+            pass
+    if info["smem_static_bytes"] is not None:
+        info["smem_bytes"] = info["smem_static_bytes"] + info["smem_dynamic_bytes"]
+    try:
+        info["blocks_per_sm"] = int(kernel.occupancy.max_active_blocks_per_multiprocessor(threads, dynamic_smem))
+    except Exception:
+        pass
+    return info
+
+
+def _threads(block) -> int:
+    if isinstance(block, (tuple, list)):
+        n = 1
+        for b in block:
+            n *= int(b)
+        return n
+    return int(block)
+
+
+class StageCandidate(Candidate):
+    def __init__(self, spec):
+        super().__init__(id=spec.id, name=spec.name, kind="stage", adds=spec.adds, notes=spec.notes,
+                         expected_pct_cublas=tuple(spec.expected_pct_cublas) if spec.expected_pct_cublas else None,
+                         config=spec.default_config)
+        self.spec = spec
+
+    def check(self, M, N, K, layout):
+        return _check.check_stage(self.spec.id, M, N, K, layout)
+
+    def problem(self, ops: Operands):
+        from ..stages.base import Problem
+
+        sa, sb = ops.a.stride(), ops.b.stride()
+        ldd = ops.out.stride(0)
+        if ops.M == 1:
+            ldd = -(-ops.N // 4) * 4  # as api.gemm does: one row's leading dimension is never used
+        return Problem(M=ops.M, N=ops.N, K=ops.K, a_rs=sa[0], a_cs=sa[1], b_rs=sb[0], b_cs=sb[1],
+                       ldd=ldd, batch=1, a_ptr=ops.a.data_ptr(), b_ptr=ops.b.data_ptr(),
+                       d_ptr=ops.out.data_ptr(), alpha=1.0, beta=0.0)
+
+    def prepare(self, ops: Operands) -> Prepared:
+        from ..api import run_problem
+
+        cfg = self.spec.config(None)
+        prob = self.problem(ops)
+        with recorded_launches() as calls:
+            ck = run_problem(self.spec, cfg, prob, ops.device, ops.stream_handle)
+        if not calls:
+            raise RuntimeError(f"stage {self.id}: run_problem launched nothing")
+        main = next((c for c in calls if c.ck.key == ck.key), calls[-1])
+        info = kernel_info(ck, ops.device, _threads(main.block), main.smem)
+        info.update(grid=list(main.grid), launches=len(calls), compile_seconds=round(ck.compile_seconds, 3),
+                    fallback=not ck.name.startswith(f"gemmlab_{self.spec.id}_{self.spec.name}"))
+        if len(calls) > 1:
+            info["kernels"] = [c.ck.name for c in calls]
+        return Prepared(replayer(calls), ck.name, info)

@@ -1,0 +1,284 @@
+"""Tables and CSV from a ladder.json document (no GPU, no torch).
+
+- ``plain(doc)``: the terminal table ``gemmlab ladder`` prints;
+- ``markdown(doc)``: the README's table (``gemmlab report FILE --markdown``);
+- ``csv_text(doc)``: ladder.csv, with the CUTLASS profiler's column names where they apply.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+from . import schema, stats
+
+COLUMNS = ("Stage", "Adds", "TFLOPS", "% cuBLAS", "% FP32 peak", "Notes expect", "Rel. error",
+           "Regs", "Smem/block", "Blocks/SM", "Kernel")
+
+
+def load(path) -> dict:
+    """Read and validate a ladder.json."""
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text())
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{p}: no such file (write one with gemmlab ladder --out DIR)") from None
+    except json.JSONDecodeError as e:
+        raise schema.SchemaError(f"{p}: not JSON ({e})") from None
+    return schema.validate(doc)
+
+
+def dump(doc: dict, path) -> None:
+    Path(path).write_text(json.dumps(doc, indent=1, default=str) + "\n")
+
+
+# ---- cells --------------------------------------------------------------------------------
+
+def _pct(x) -> str:
+    return "—" if x is None else f"{100 * x:.1f}%"
+
+
+def _num(x, fmt) -> str:
+    return "—" if x is None else format(x, fmt)
+
+
+def _bytes(b) -> str:
+    if b is None:
+        return "—"
+    return "0" if b == 0 else f"{b / 1024:.1f} KB"
+
+
+def status(row: dict) -> str:
+    """"ok" (timed), "FAIL" (a correctness check failed) or "ERROR" (raised, or timing failed)."""
+    if row.get("tflops") is not None:
+        return "ok"
+    return "FAIL" if (row.get("rel_error") is not None and not row.get("correct")) else "ERROR"
+
+
+def label(row: dict) -> str:
+    return f"{row['stage']} {row['name']}" if row["kind"] == "stage" else row["name"]
+
+
+def cells(row: dict, markdown: bool = False) -> list[str]:
+    """The table cells of one row, in COLUMNS order."""
+    exp = row.get("expected_pct_cublas")
+    exp_s = "—" if not exp else f"{exp[0]:g}–{exp[1]:g}%"
+    tfl = status(row) if row.get("tflops") is None else f"{row['tflops']:.2f}"
+    vs = _pct(row.get("vs_cublas"))
+    if row.get("vs_expected") in ("below", "above") and row.get("vs_cublas") is not None:
+        vs += " ↓" if row["vs_expected"] == "below" else " ↑"
+    err = _num(row.get("rel_error"), ".1e")
+    kernel = row.get("kernel") or "—"
+    if row.get("fallback"):
+        kernel += " (fallback)"
+    if markdown and kernel != "—":
+        kernel = f"`{kernel}`"
+    c = [label(row), row.get("adds", "") or "", tfl, vs, _pct(row.get("vs_peak")), exp_s, err,
+         _num(row.get("registers"), "d"), _bytes(row.get("smem_bytes")), _num(row.get("blocks_per_sm"), "d"), kernel]
+    if markdown:
+        c = [x.replace("|", "\\|") for x in c]
+    return c
+
+
+# ---- grouping -----------------------------------------------------------------------------
+
+def problems(doc: dict) -> list[tuple]:
+    """(m, n, k, layout) of every problem, in the document's order."""
+    seen = []
+    for r in doc["rows"]:
+        key = (r["m"], r["n"], r["k"], r["layout"])
+        if key not in seen:
+            seen.append(key)
+    return seen
+
+
+def rows_of(doc: dict, key: tuple) -> list[dict]:
+    return [r for r in doc["rows"] if (r["m"], r["n"], r["k"], r["layout"]) == key]
+
+
+def problem_title(key: tuple) -> str:
+    m, n, k, layout = key
+    shape = f"{m}³" if m == n == k else f"{m}×{n}×{k}"
+    return f"{shape} ({layout})"
+
+
+def _clock(doc: dict, key=None) -> str:
+    rows = rows_of(doc, key) if key else doc["rows"]
+    clocks = [r["peak_clock_mhz"] for r in rows if r.get("peak_clock_mhz") and r.get("peak_clock_source") == "measured"]
+    if not clocks:
+        return "SM clock not measured"
+    return f"SM clock {min(clocks):.0f}–{max(clocks):.0f} MHz" if max(clocks) - min(clocks) >= 1 else f"SM clock {clocks[0]:.0f} MHz"
+
+
+def header_lines(doc: dict) -> list[str]:
+    p = doc["provenance"]
+    gpu = p.get("gpu") or {}
+    git = p.get("git") or {}
+    commit = (git.get("commit") or "unknown")[:10]
+    if git.get("dirty"):
+        commit += " (dirty)"
+    v = p.get("versions", {})
+    soft = ", ".join(f"{k} {v[k]}" for k in ("torch", "cupy-cuda13x", "cupy-cuda12x", "triton", "cuda-core", "compiler")
+                     if k in v)
+    lines = []
+    if p.get("fixture"):
+        lines.append("FIXTURE: hand-made numbers for tests and examples, not a measurement.")
+    lines.append(f"GPU: {gpu.get('name', 'unknown')} ({gpu.get('arch', '?')}, {gpu.get('sms', '?')} SMs), "
+                 f"driver {p.get('driver') or '?'}; {_clock(doc)}")
+    lines.append(f"Date: {p.get('date', '?')}; commit {commit}; {soft}")
+    lines.append("FP32, D = A·B (alpha 1, beta 0); median of CUDA-event times with L2 flushed; "
+                 "every row checked against float64 first")
+    return lines
+
+
+# ---- plain and markdown -------------------------------------------------------------------
+
+def _sweep(doc: dict) -> tuple[list[str], list[list[str]]]:
+    keys = problems(doc)
+    names, order = {}, []
+    for r in doc["rows"]:
+        if r["stage"] not in names:
+            names[r["stage"]] = label(r)
+            order.append(r["stage"])
+    head = ["TFLOPS"] + [problem_title(k).split(" ")[0] for k in keys]
+    body = []
+    for sid in order:
+        line = [names[sid]]
+        for key in keys:
+            hit = [r for r in rows_of(doc, key) if r["stage"] == sid]
+            t = hit[0].get("tflops") if hit else None
+            line.append("—" if not hit else (status(hit[0]) if t is None else f"{t:.2f}"))
+        body.append(line)
+    return head, body
+
+
+def markdown(doc: dict) -> str:
+    out = []
+    for i, line in enumerate(header_lines(doc)):
+        out.append(f"> **{line}**" if (i == 0 and doc["provenance"].get("fixture")) else f"> {line}")
+    for key in problems(doc):
+        out += ["", f"**{problem_title(key)}**, {_clock(doc, key)}", ""]
+        out.append("| " + " | ".join(COLUMNS) + " |")
+        out.append("|" + "|".join(" --- " if c in ("Stage", "Adds", "Kernel") else " ---: " for c in COLUMNS) + "|")
+        for r in rows_of(doc, key):
+            out.append("| " + " | ".join(cells(r, markdown=True)) + " |")
+    if len(problems(doc)) > 1:
+        head, body = _sweep(doc)
+        out += ["", "**TFLOPS by size**", "", "| " + " | ".join(head) + " |",
+                "| --- |" + " ---: |" * (len(head) - 1)]
+        out += ["| " + " | ".join(line) + " |" for line in body]
+    notes = _footnotes(doc)
+    if notes:
+        out += [""] + [f"- {n}" for n in notes]
+    return "\n".join(out) + "\n"
+
+
+def plain(doc: dict) -> str:
+    out = list(header_lines(doc))
+    cols = list(COLUMNS[:7]) + ["Reps"] + list(COLUMNS[7:])
+    for key in problems(doc):
+        table = []
+        for r in rows_of(doc, key):
+            c = cells(r)
+            c[1] = c[1] if len(c[1]) <= 40 else c[1][:39] + "…"
+            c[-1] = c[-1] if len(c[-1]) <= 72 else c[-1][:71] + "…"
+            reps = "—" if r.get("reps") is None else f"{r['reps']}{'*' if r.get('capped') else ''}"
+            table.append(c[:7] + [reps] + c[7:])
+        out += ["", f"{problem_title(key)}, {_clock(doc, key)}"]
+        out += _align(cols, table, right={2, 3, 4, 5, 6, 7, 8, 9, 10})
+    if len(problems(doc)) > 1:
+        head, body = _sweep(doc)
+        out += [""] + _align(head, body, right=set(range(1, len(head))))
+    notes = _footnotes(doc, plain=True)
+    if notes:
+        out += [""] + notes
+    return "\n".join(out) + "\n"
+
+
+def _align(head, body, right) -> list[str]:
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
+
+    def fmt(line):
+        return "  ".join(str(x).rjust(w) if i in right else str(x).ljust(w)
+                         for i, (x, w) in enumerate(zip(line, widths))).rstrip()
+    return [fmt(head), fmt(["-" * w for w in widths])] + [fmt(b) for b in body]
+
+
+def _footnotes(doc: dict, plain: bool = False) -> list[str]:
+    notes = []
+    if doc["provenance"].get("aborted"):
+        notes.append(f"the run stopped early ({doc['provenance']['aborted']}); later rows are missing")
+    if any(r.get("vs_expected") in ("below", "above") for r in doc["rows"]):
+        notes.append("↓/↑: below/above the range the design notes expect (000 §12.2)")
+    if plain and any(r.get("capped") for r in doc["rows"]):
+        notes.append("*: the per-candidate time budget ended timing early (fewer repetitions)")
+    for r in doc["rows"]:
+        if r.get("error"):
+            notes.append(f"{label(r)} at {problem_title((r['m'], r['n'], r['k'], r['layout']))}: {r['error']}")
+    for s in doc.get("skipped") or []:
+        notes.append(f"skipped {s['stage']}: {s['reason']}")
+    return notes
+
+
+# ---- CSV ----------------------------------------------------------------------------------
+
+# CUTLASS profiler columns that apply here, then gemmlab's own.
+CSV_COLUMNS = ("Problem", "Provider", "OperationKind", "Operation", "Disposition", "Status",
+               "gemm_kind", "m", "n", "k", "A", "B", "C", "D", "alpha", "beta", "batch_count",
+               "op_class", "accum", "cta_m", "cta_n", "min_cc", "Bytes", "Flops", "Flops/Byte",
+               "Runtime", "GB/s", "GFLOPs",
+               "stage", "name", "runtime_p20", "runtime_p80", "reps", "vs_cublas", "vs_peak",
+               "rel_error", "registers", "smem_bytes", "blocks_per_sm", "sm_clock_mhz")
+
+
+def csv_rows(doc: dict) -> list[dict]:
+    keys = problems(doc)
+    out = []
+    for r in doc["rows"]:
+        m, n, k, layout = r["m"], r["n"], r["k"], r["layout"]
+        cfg = r.get("config") or {}
+        provider = "gemmlab" if r["kind"] == "stage" else {"cublas": "cuBLAS", "cupy": "cuBLAS"}.get(r["stage"], r["stage"].capitalize())
+        ms = r.get("time_ms")
+        nbytes = stats.gemm_bytes(m, n, k)
+        flops = stats.gemm_flops(m, n, k)
+        disp, state = {"ok": ("passed", "success"), "FAIL": ("failed", "success"),
+                       "ERROR": ("not_run", "error")}[status(r)]
+        clocks = [c for c in (r.get("sm_clock_mhz_before"), r.get("sm_clock_mhz_after")) if c]
+        out.append({
+            "Problem": keys.index((m, n, k, layout)) + 1, "Provider": provider, "OperationKind": "gemm",
+            "Operation": r.get("kernel") or r["stage"], "Disposition": disp, "Status": state,
+            "gemm_kind": "universal", "m": m, "n": n, "k": k,
+            "A": "f32:" + ("row" if layout[0] == "n" else "column"),
+            "B": "f32:" + ("row" if layout[1] == "n" else "column"),
+            "C": "f32:row", "D": "f32:row", "alpha": 1, "beta": 0, "batch_count": 1,
+            "op_class": "simt", "accum": "f32",
+            "cta_m": cfg.get("block_m", ""), "cta_n": cfg.get("block_n", ""), "min_cc": "",
+            "Bytes": nbytes, "Flops": flops, "Flops/Byte": flops // nbytes if nbytes else "",
+            "Runtime": _g(ms), "GB/s": _g(nbytes / (ms / 1e3) / 1e9) if ms else "",
+            "GFLOPs": _g(r["tflops"] * 1e3) if r.get("tflops") is not None else "",
+            "stage": r["stage"], "name": r["name"], "runtime_p20": _g(r.get("time_ms_p20")),
+            "runtime_p80": _g(r.get("time_ms_p80")), "reps": r.get("reps") if r.get("reps") is not None else "",
+            "vs_cublas": _g(r.get("vs_cublas")), "vs_peak": _g(r.get("vs_peak")),
+            "rel_error": _g(r.get("rel_error")), "registers": _e(r.get("registers")),
+            "smem_bytes": _e(r.get("smem_bytes")), "blocks_per_sm": _e(r.get("blocks_per_sm")),
+            "sm_clock_mhz": _g(sum(clocks) / len(clocks)) if clocks else "",
+        })
+    return out
+
+
+def _g(x) -> str:
+    return "" if x is None else f"{x:.6g}"
+
+
+def _e(x):
+    return "" if x is None else x
+
+
+def csv_text(doc: dict) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    w.writeheader()
+    for row in csv_rows(doc):
+        w.writerow(row)
+    return buf.getvalue()

@@ -1,0 +1,36 @@
+"""s08c bank_zorder (notes 000 §8.5 scheme 3): s07 with Z-order lanes, every quarter-warp a 2 x 4
+block, so both fragment loads merge quarter-warps (4 wavefronts per k step instead of 10).
+Mirrors S08cLayout in kernels/s08c_bank_zorder.cuh."""
+from .s07_vectorized import PARAMS, VectorizedSpec, layout
+
+
+class ZOrderSpec(VectorizedSpec):
+    struct = "S08cBankZorder"
+
+    def lane_row(self, kcfg, lane):
+        return (lane & 1) + (lane >> 4) * 2
+
+    def lane_col(self, kcfg, lane):
+        return (lane >> 1) & 7
+
+    def constraints(self, cfg):
+        out = super().constraints(cfg)
+        if not out:
+            lay = layout(self.kernel_config(cfg))
+            if (lay["LANES_M"], lay["LANES_N"]) != (4, 8):
+                out.append(f"Z-order lanes need a 4 x 8 lane grid: (warp_m/warp_m_iter)/thread_m x "
+                           f"(warp_n/warp_n_iter)/thread_n is {lay['LANES_M']} x {lay['LANES_N']}")
+        return out
+
+
+STAGE = ZOrderSpec(
+    id="s08c",
+    name="bank_zorder",
+    adds="Z-order lane mapping (2x4 quarter-warps): both fragment loads merge, 4 wavefronts per k",
+    notes="000 §8.5 scheme 3",
+    params=PARAMS,
+    sass=("LDG.E.128", "LDS.128", "STG.E.128", "FFMA", "BAR"),
+    sass_scalar=("LDG", "LDS.128", "FFMA", "BAR"),
+    aligned_path=True,
+    expected_pct_cublas=(70, 80),  # 000 §12.2 "Bank Conflict 消除"
+)

@@ -1,0 +1,253 @@
+"""s10 cp_async (notes 000 §10.1–10.4): the warp-tiled SIMT FFMA kernel fed by a multistage
+cp.async pipeline (LDGSTS straight into shared memory, commit/wait_group, one barrier per K tile).
+
+Variants: ``vec`` (16-byte cp.async.cg; every A/B row start 16-byte aligned, unit inner stride)
+or 4-byte cp.async.ca for anything else, times the shared layout of each operand, which follows
+its global layout: ``a_k_major`` (A row-major: As[m][k], swizzled; else As[k][m]) and
+``b_n_major`` (B row-major: Bs[k][n]; else Bs[n][k], swizzled). Every shape and stride works; D alignment is
+checked in the kernel (16-byte stores where possible).
+"""
+from __future__ import annotations
+
+from .base import Param, Problem, StageSpec
+
+SMEM_LIMIT = 227 * 1024  # H200 opt-in shared memory per block
+RESERVED_SMEM = 1024     # static shared memory ptxas reserves in these kernels (cuobjdump: "shared 1024")
+LANES_M, LANES_N = 4, 8
+
+
+def a_k_major(p: Problem) -> bool:
+    """Whether A is kept as As[m][k]: K is its unit-stride (or smaller-stride) dimension."""
+    if p.a_cs == 1 and p.a_rs != 1:
+        return True
+    if p.a_rs == 1 and p.a_cs != 1:
+        return False
+    if p.a_cs == 1:  # both unit: M == 1 or K == 1; the other dimension's stride is never used
+        return p.M == 1
+    return abs(p.a_cs) <= abs(p.a_rs)
+
+
+def b_n_major(p: Problem) -> bool:
+    """Whether B is kept as Bs[k][n]: N is its unit-stride (or smaller-stride) dimension."""
+    if p.b_cs == 1 and p.b_rs != 1:
+        return True
+    if p.b_rs == 1 and p.b_cs != 1:
+        return False
+    if p.b_cs == 1:  # both unit: K == 1 or N == 1
+        return p.K == 1
+    return abs(p.b_cs) <= abs(p.b_rs)
+
+
+def operand_layout(p: Problem, which: str) -> tuple[int, int, int, int]:
+    """(inner stride, outer stride, outer extent, batch stride) of A or B in its shared layout."""
+    if which == "a":
+        k_major = a_k_major(p)
+        inner, outer = (p.a_cs, p.a_rs) if k_major else (p.a_rs, p.a_cs)
+        extent = p.M if k_major else p.K
+        return inner, outer, extent, p.a_bs
+    n_major = b_n_major(p)
+    inner, outer = (p.b_cs, p.b_rs) if n_major else (p.b_rs, p.b_cs)
+    extent = p.K if n_major else p.N
+    return inner, outer, extent, p.b_bs
+
+
+def operands_vec_aligned(p: Problem) -> bool:
+    """16-byte cp.async is legal: each operand's inner dimension has unit stride and every row
+    start (base pointer, outer stride, batch stride) is 16-byte aligned. D is not needed here."""
+    for which, ptr in (("a", p.a_ptr), ("b", p.b_ptr)):
+        inner, outer, extent, bs = operand_layout(p, which)
+        if inner != 1 or ptr % 16:
+            return False
+        if extent > 1 and outer % 4:
+            return False
+        if p.batch > 1 and bs % 4:
+            return False
+    return True
+
+
+class CpAsync(StageSpec):
+    def threads(self, cfg):
+        return (cfg["block_m"] // cfg["warp_m"]) * (cfg["block_n"] // cfg["warp_n"]) * 32
+
+    def thread_tile(self, cfg) -> tuple[int, int]:
+        return cfg["warp_m"] // LANES_M, cfg["warp_n"] // LANES_N
+
+    def constraints(self, cfg):
+        out = []
+        bm, bn, bk, wm, wn = (cfg[k] for k in ("block_m", "block_n", "block_k", "warp_m", "warp_n"))
+        if wm <= 0 or wn <= 0 or bm % wm or bn % wn:
+            out.append(f"warp tile {wm}x{wn} must divide the block tile {bm}x{bn}")
+        if wm % 16:
+            out.append(f"warp_m={wm} must be a multiple of 16 (4 lanes x groups of 4 rows)")
+        if wn % 32:
+            out.append(f"warp_n={wn} must be a multiple of 32 (8 lanes x chunks of 4 columns)")
+        if bk not in (8, 16, 32):
+            out.append(f"block_k={bk} must be 8, 16 or 32 (one 32/64/128-byte swizzle span per [x][k] row)")
+        if not out:
+            t = self.threads(cfg)
+            if not 32 <= t <= 1024:
+                out.append(f"threads = (block_m/warp_m)*(block_n/warp_n)*32 = {t} must be 32..1024")
+            tm, tn = self.thread_tile(cfg)
+            if tm * tn > 128:
+                out.append(f"thread tile {tm}x{tn} = {tm * tn} accumulators; at most 128 fit in registers")
+        if bk in (8, 16, 32) and (cfg["k_unroll"] < 1 or (bk // 4) % cfg["k_unroll"]):
+            out.append(f"k_unroll={cfg['k_unroll']} must divide block_k/4 = {bk // 4} (groups of 4 k per loop trip)")
+        if not 2 <= cfg["stages"] <= self.max_stages:
+            out.append(f"stages={cfg['stages']} must be 2..{self.max_stages}")
+        if cfg.get("a_swizzle", 1) not in (0, 1):
+            out.append(f"a_swizzle={cfg['a_swizzle']} must be 0 or 1")
+        if cfg.get("group_m", 1) < 1:
+            out.append("group_m must be >= 1")
+        if not out:
+            smem = self.smem_bytes(cfg, {}) + RESERVED_SMEM
+            if smem > SMEM_LIMIT:
+                out.append(f"shared memory {smem} B exceeds {SMEM_LIMIT} B per block; lower stages, block_k or the tile")
+            out += self.copy_constraints(cfg)
+        return out
+
+    def copy_constraints(self, cfg) -> list[str]:
+        """TileCopier's static_asserts: every tile copy splits evenly over the threads."""
+        out = []
+        t = self.threads(cfg)
+        bm, bn, bk = cfg["block_m"], cfg["block_n"], cfg["block_k"]
+        for unit in (4, 1):
+            for name, inners in (("A", (bk, bm)), ("B", (bn, bk))):
+                for inner in inners:
+                    per_row = inner // unit
+                    units = bm * bk // unit if name == "A" else bn * bk // unit
+                    if units % t or (t % per_row and per_row % t):
+                        out.append(f"{name} tile copy ({units} copies of {4 * unit} B, {per_row} per row) "
+                                   f"does not split evenly over {t} threads")
+        return sorted(set(out))
+
+    max_stages = 8
+
+    def smem_bytes(self, cfg, variant):
+        return cfg["stages"] * (cfg["block_m"] + cfg["block_n"]) * cfg["block_k"] * 4
+
+    # ---- instantiation -------------------------------------------------------------------
+    def variants(self, cfg):
+        # The 16-byte instantiations first (CI checks `sass` on the first, `sass_scalar` on the last).
+        return [{"vec": v, "a_k_major": a, "b_n_major": b} for v in (1, 0) for a in (1, 0) for b in (1, 0)]
+
+    def variant(self, cfg, problem):
+        return {"vec": int(operands_vec_aligned(problem)), "a_k_major": int(a_k_major(problem)),
+                "b_n_major": int(b_n_major(problem))}
+
+    def template(self, cfg, variant):
+        b = lambda x: "true" if x else "false"  # noqa: E731
+        return (f"gemmlab::S10CpAsync<{cfg['block_m']}, {cfg['block_n']}, {cfg['block_k']}, {cfg['warp_m']}, "
+                f"{cfg['warp_n']}, {cfg['k_unroll']}, {b(cfg['a_swizzle'])}, {cfg['stages']}, {b(variant['vec'])}, {b(variant['a_k_major'])}, "
+                f"{b(variant['b_n_major'])}>")
+
+    # ---- shared-memory addressing for the bank model ---------------------------------------
+    def smem_accesses(self, cfg, variant=None):
+        """Warp 0's shared-memory instructions. Loads: the LDS.128 of one k group (4 k steps: one
+        LDS.128 covers 4 k of a [x][k] row, or one k of 4 rows/columns of a [k][x] tile), for the
+        variant given (default: the first, A and B row-major). Stores: the LDGSTS of one K tile."""
+        variant = variant or self.variants(cfg)[0]
+        return {**fragment_loads(cfg, variant), **copy_stores(cfg, variant, self.threads(cfg))}
+
+
+def swizzle_chunk(block_k: int, x: int, c: int) -> int:
+    """WarpTileCore::swizzle_chunk: TMA SWIZZLE_{32,64,128}B for rows of block_k floats."""
+    row_bytes, chunks = 4 * block_k, block_k // 4
+    return c ^ ((x * row_bytes // 128) & (chunks - 1))
+
+
+def _lane_bases(cfg, variant, lane):
+    """(first row, first column) of lane `lane` of warp 0 (WarpTileCore's constructor)."""
+    lane_row, lane_col = lane // LANES_N, lane % LANES_N
+    m_base = lane_row if a_rows_swizzled(cfg, variant) else lane_row * 4
+    n_base = lane_col * 4 if variant["b_n_major"] else lane_col
+    return m_base, n_base
+
+
+def a_rows_swizzled(cfg, variant) -> bool:
+    """WarpTileCore::A_ROWS_SWIZZLED: As[m][k] swizzled, a thread's rows 4 apart."""
+    return bool(variant["a_k_major"] and cfg.get("a_swizzle", 1))
+
+
+def row_offsets(cfg, variant) -> list[int]:
+    """WarpTileCore::row_of: a thread's rows relative to its first row."""
+    tm = cfg["warp_m"] // LANES_M
+    if a_rows_swizzled(cfg, variant):
+        return [i * LANES_M for i in range(tm)]
+    return [(i // 4) * LANES_M * 4 + i % 4 for i in range(tm)]
+
+
+def fragment_loads(cfg, variant) -> dict:
+    """LDS.128 byte addresses (within a stage's A or B tile) of warp 0 for k group 0."""
+    bm, bn, bk = cfg["block_m"], cfg["block_n"], cfg["block_k"]
+    tm, tn = cfg["warp_m"] // LANES_M, cfg["warp_n"] // LANES_N
+    g = 0
+    a_insns, b_insns = [], []
+    bases = [_lane_bases(cfg, variant, lane) for lane in range(32)]
+    if variant["b_n_major"]:
+        for kk in range(4):
+            for jq in range(tn // 4):
+                b_insns.append((16, [4 * ((4 * g + kk) * bn + nb + jq * LANES_N * 4) for _, nb in bases]))
+    else:
+        for j in range(tn):
+            b_insns.append((16, [4 * ((nb + j * LANES_N) * bk + swizzle_chunk(bk, nb, g) * 4) for _, nb in bases]))
+    if variant["a_k_major"]:
+        swz = a_rows_swizzled(cfg, variant)
+        for row in row_offsets(cfg, variant):
+            a_insns.append((16, [4 * ((mb + row) * bk + (swizzle_chunk(bk, mb + row, g) if swz else g) * 4)
+                                 for mb, _ in bases]))
+    else:
+        for kk in range(4):
+            for iq in range(tm // 4):
+                a_insns.append((16, [4 * ((4 * g + kk) * bm + mb + iq * LANES_M * 4) for mb, _ in bases]))
+    return {"a_load": a_insns, "b_load": b_insns}
+
+
+def copy_stores(cfg, variant, threads) -> dict:
+    """Shared-memory byte addresses written by warp 0's cp.async instructions for one K tile."""
+    bm, bn, bk = cfg["block_m"], cfg["block_n"], cfg["block_k"]
+    unit = 4 if variant.get("vec", 1) else 1
+    out = {}
+    for kind, (outer, inner, swizzle) in (
+        ("a_store", (bm, bk, a_rows_swizzled(cfg, variant)) if variant["a_k_major"] else (bk, bm, False)),
+        ("b_store", (bk, bn, False) if variant["b_n_major"] else (bn, bk, True)),
+    ):
+        per_row = inner // unit
+        units = outer * per_row
+        insns = []
+        for it in range(-(-units // threads)):
+            addrs = []
+            for lane in range(32):
+                u = lane + it * threads
+                if u >= units:
+                    addrs.append(None)
+                    continue
+                o, i = u // per_row, (u % per_row) * unit
+                f = swizzle_chunk(bk, o, i // 4) * 4 + i % 4 if swizzle else i
+                addrs.append(4 * (o * inner + f))
+            insns.append((4 * unit, addrs))
+        out[kind] = insns
+    return out
+
+
+STAGE = CpAsync(
+    id="s10",
+    name="cp_async",
+    adds="cp.async multistage pipeline (3-4 stages), commit/wait_group, LDGSTS straight to shared memory",
+    notes="000 §10.1-10.4",
+    params=(
+        Param("block_m", 128, "rows of D per block"),
+        Param("block_n", 256, "columns of D per block"),
+        Param("block_k", 32, "K depth of one pipeline stage (8, 16 or 32)"),
+        Param("warp_m", 64, "rows of D per warp (thread tile rows = warp_m/4)"),
+        Param("warp_n", 64, "columns of D per warp (thread tile columns = warp_n/8)"),
+        Param("k_unroll", 2, "groups of 4 k unrolled per trip of the inner loop (divides block_k/4)"),
+        Param("a_swizzle", 1, "1: row-major A as As[m][k] XOR-swizzled, a thread's rows 4 apart; 0: plain, groups of 4 rows"),
+        Param("stages", 3, "shared-memory buffers in the cp.async pipeline"),
+        Param("group_m", 8, "tile rows per L2 group in the block order"),
+    ),
+    sass=("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDS.128", "FFMA"),
+    sass_scalar=("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDS.128", "FFMA"),
+    aligned_path=True,
+    min_cc=80,
+    expected_pct_cublas=(90, 97),
+)

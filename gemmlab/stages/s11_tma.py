@@ -1,0 +1,176 @@
+"""s11 tma (notes 000 §10.5): s10's warp-tiled SIMT FFMA core fed by Hopper TMA bulk tensor
+copies that complete on mbarriers (full/empty pair per stage, one elected producer thread).
+
+Variants: the shared layout per operand, as in s10 (``a_k_major``, ``b_n_major``); all four
+layouts (nn, nt, tn, tt) run on TMA. A problem TMA cannot describe goes to s10 (``fallback``):
+an operand without a unit-stride dimension, a base address or row/batch stride that is not a
+multiple of 16 bytes, more than 65535 batches, a dimension of 2^31 or more, or K == 0; also when
+this cuda.core cannot build tensor-map arguments. The report names the kernel that ran.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ConfigError
+from . import tensor_map
+from .base import Param, Problem
+from .s10_cp_async import STAGE as S10, CpAsync, a_k_major, b_n_major, fragment_loads
+
+INT32_LIMIT = 2**31
+
+
+def _round_1k(n: int) -> int:
+    return (n + 1023) // 1024 * 1024
+
+
+def operand_maps(cfg, problem: Problem) -> dict:
+    """The tensor map arguments of A and B: {"a": (ptr, shape, strides, box, swizzle), "b": ...}
+    (outermost first: (batch, outer, inner)), plus "batch_mask"."""
+    bm, bn, bk = cfg["block_m"], cfg["block_n"], cfg["block_k"]
+    p = problem
+    out = {}
+    mask = 0
+    for which in ("a", "b"):
+        if which == "a":
+            k_major = a_k_major(p)
+            inner, outer = (p.K, p.M) if k_major else (p.M, p.K)
+            inner_stride, outer_stride = (p.a_cs, p.a_rs) if k_major else (p.a_rs, p.a_cs)
+            box = (1, bm, bk) if k_major else (1, bk, bm)
+            swizzle = 4 * bk if k_major and cfg.get("a_swizzle", 1) else 0  # As[m][k] rows, swizzled
+            ptr, bs = p.a_ptr, p.a_bs
+        else:
+            n_major = b_n_major(p)
+            inner, outer = (p.N, p.K) if n_major else (p.K, p.N)
+            inner_stride, outer_stride = (p.b_cs, p.b_rs) if n_major else (p.b_rs, p.b_cs)
+            box = (1, bk, bn) if n_major else (1, bn, bk)
+            swizzle = 0 if n_major else 4 * bk  # Bs[n][k]: rows of block_k floats, swizzled
+            ptr, bs = p.b_ptr, p.b_bs
+        # A single row or column: its stride is never used; give the map a legal one.
+        if outer == 1:
+            outer_stride = -(-inner // 4) * 4
+        batched = p.batch > 1 and bs != 0
+        extent = outer * outer_stride
+        batch_stride = bs if batched else -(-extent // 4) * 4
+        out[which] = (ptr, (p.batch if batched else 1, outer, inner), (batch_stride, outer_stride, inner_stride),
+                      box, swizzle)
+        mask |= (1 if which == "a" else 2) if batched else 0
+    out["batch_mask"] = mask
+    return out
+
+
+def tma_problems(cfg, problem: Problem) -> list[str]:
+    """Why TMA cannot run ``problem`` (empty: it can)."""
+    p = problem
+    out = []
+    if p.K == 0:
+        out.append("K == 0 (nothing to load)")
+    if max(p.M, p.N, p.K) >= INT32_LIMIT:
+        out.append("a dimension of 2^31 or more (TMA coordinates are 32-bit)")
+    if p.batch > 65535:
+        out.append(f"{p.batch} batches (the batch index is blockIdx.z, at most 65535)")
+    if out:
+        return out
+    maps = operand_maps(cfg, p)
+    for which in ("a", "b"):
+        ptr, shape, strides, box, swizzle = maps[which]
+        out += [f"{which.upper()}: {m}" for m in tensor_map.problems(ptr, shape, strides, box, swizzle)]
+        if shape[0] > 1 and strides[0] < shape[1] * strides[1]:
+            out.append(f"{which.upper()}: batches overlap (batch stride {strides[0]} elements)")
+    return out
+
+
+class Tma(CpAsync):
+    max_stages = 16
+
+    def constraints(self, cfg):
+        out = super().constraints(cfg)
+        if cfg["block_m"] > 256 or cfg["block_n"] > 256:
+            out.append(f"block {cfg['block_m']}x{cfg['block_n']}: a TMA box is at most 256 per dimension")
+        return out
+
+    def smem_bytes(self, cfg, variant):
+        a = _round_1k(cfg["block_m"] * cfg["block_k"] * 4)
+        b = _round_1k(cfg["block_k"] * cfg["block_n"] * 4)
+        return 1024 + cfg["stages"] * (a + b) + 2 * cfg["stages"] * 8
+
+    def variants(self, cfg):
+        return [{"a_k_major": a, "b_n_major": b} for a in (1, 0) for b in (1, 0)]
+
+    def variant(self, cfg, problem):
+        return {"a_k_major": int(a_k_major(problem)), "b_n_major": int(b_n_major(problem))}
+
+    def template(self, cfg, variant):
+        b = lambda x: "true" if x else "false"  # noqa: E731
+        return (f"gemmlab::S11Tma<{cfg['block_m']}, {cfg['block_n']}, {cfg['block_k']}, {cfg['warp_m']}, "
+                f"{cfg['warp_n']}, {cfg['k_unroll']}, {b(cfg['a_swizzle'])}, {cfg['stages']}, {b(variant['a_k_major'])}, {b(variant['b_n_major'])}>")
+
+    # ---- problems TMA cannot take ----------------------------------------------------------
+    def fallback(self, cfg, problem):
+        if tma_problems(cfg, problem) or not tensor_map.available():
+            return S10, s10_config_for(cfg)
+        return None
+
+    def check_problem(self, cfg, problem):
+        bad = tma_problems(cfg, problem)
+        if bad:
+            raise ConfigError(f"stage {self.id} cannot run this problem on TMA: " + "; ".join(bad) +
+                              " (gemm() hands such problems to s10)")
+
+    # ---- kernel parameters: the two tensor maps and the batch mask --------------------------
+    def extra_params(self, cfg, variant):
+        return [("const __grid_constant__ gemmlab::async::TmaDescriptor a_map", "a_map"),
+                ("const __grid_constant__ gemmlab::async::TmaDescriptor b_map", "b_map"),
+                ("int tma_batch_mask", "tma_batch_mask")]
+
+    def extra_args(self, cfg, variant, problem):
+        maps = operand_maps(cfg, problem)
+        device = None
+        try:
+            from ..arrays import pointer_device
+
+            device = pointer_device(problem.a_ptr)
+        except Exception:
+            pass
+        descs = [tensor_map.encode(*maps[w], device=device) for w in ("a", "b")]
+        return descs + [np.int32(maps["batch_mask"])]
+
+    def smem_accesses(self, cfg, variant=None):
+        """Warp 0's LDS.128 for one k group (4 k steps), as s10; TMA writes the tiles, so there
+        are no store instructions."""
+        variant = variant or self.variants(cfg)[0]
+        return {**fragment_loads(cfg, variant), "a_store": [], "b_store": []}
+
+
+def s10_config_for(cfg) -> dict:
+    """s10 at the same tile shape where legal for it, else s10's defaults."""
+    same = {k: cfg[k] for k in S10.default_config if k in cfg and k != "stages"}
+    try:
+        return S10.config(same)
+    except ConfigError:
+        return S10.default_config
+
+
+STAGE = Tma(
+    id="s11",
+    name="tma",
+    adds="Hopper TMA bulk tensor loads completing on mbarriers (full/empty per stage), SIMT FFMA compute",
+    notes="000 §10.5",
+    params=(
+        Param("block_m", 128, "rows of D per block (TMA box, at most 256)"),
+        Param("block_n", 256, "columns of D per block (TMA box, at most 256)"),
+        Param("block_k", 32, "K depth of one pipeline stage (8, 16 or 32)"),
+        Param("warp_m", 64, "rows of D per warp (thread tile rows = warp_m/4)"),
+        Param("warp_n", 64, "columns of D per warp (thread tile columns = warp_n/8)"),
+        Param("k_unroll", 2, "groups of 4 k unrolled per trip of the inner loop (divides block_k/4)"),
+        Param("a_swizzle", 1, "1: row-major A as As[m][k] XOR-swizzled, a thread's rows 4 apart; 0: plain, groups of 4 rows"),
+        Param("stages", 4, "shared-memory stages in flight (full/empty mbarrier pair each)"),
+        Param("group_m", 8, "tile rows per L2 group in the block order"),
+    ),
+    sass=("UTMALDG", "SYNCS", "LDS.128", "FFMA"),
+    sass_scalar=("UTMALDG", "SYNCS", "LDS.128", "FFMA"),
+    aligned_path=True,
+    min_cc=90,
+    expected_pct_cublas=(95, 100),
+)
+
+

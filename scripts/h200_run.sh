@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# One device call on the H200: GPU tests, ladders, probes. Everything lands in $RES, packed into
+# $OUT/results.tgz at the end; a short summary is printed last.
+#   bash scripts/h200_run.sh tests ladder sweep probe sanitize
+set -uo pipefail
+export PYTHONUNBUFFERED=1 PYTHONPATH=. GEMMLAB_CACHE_DIR=${GEMMLAB_CACHE_DIR:-/tmp/gemmlab-cache}
+RES=${RES:-/tmp/res}
+mkdir -p "$RES"
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+summary=()
+step() { echo "=== $* ($(date +%T))"; }
+for what in "$@"; do
+  case "$what" in
+    tests)
+      step "pytest -m gpu"
+      python3 -m pytest -m gpu -q -n 8 --timeout 300 -p no:cacheprovider -x --maxfail=50 2>&1 \
+        | tee "$RES/gpu_tests.txt" | grep -E "passed|failed|FAILED|Error" | tail -60
+      summary+=("tests: $(tail -1 "$RES/gpu_tests.txt")") ;;
+    tests-quick)
+      step "pytest -m gpu (quick)"
+      python3 -m pytest -m gpu -q -n 8 --timeout 300 -p no:cacheprovider --maxfail=80 tests/test_gpu_api.py 2>&1 \
+        | tee "$RES/gpu_tests.txt" | grep -E "passed|failed|FAILED|Error" | tail -80
+      summary+=("tests: $(tail -1 "$RES/gpu_tests.txt")") ;;
+    ladder)
+      step "ladder 4096"
+      python3 -m gemmlab ladder --size 4096 --out "$RES/ladder-4096" 2>&1 | tee "$RES/ladder-4096.txt" | tail -30
+      summary+=("ladder 4096 done") ;;
+    ladder8192)
+      step "ladder 8192"
+      python3 -m gemmlab ladder --size 8192 --out "$RES/ladder-8192" 2>&1 | tee "$RES/ladder-8192.txt" | tail -30 ;;
+    sweep)
+      step "sweep"
+      python3 -m gemmlab ladder --sizes 256..8192 --out "$RES/sweep" 2>&1 | tee "$RES/sweep.txt" | tail -40 ;;
+    probe)
+      step "bank probe"
+      python3 -m gemmlab bank-probe --out "$RES/bank-probe" 2>&1 | tee "$RES/bank-probe.txt" | tail -30 ;;
+    *) echo "unknown step $what" ;;
+  esac
+done
+tar czf "$OUT/results.tgz" -C "$RES" . 2>/dev/null
+printf '%s\n' "${summary[@]}"

@@ -1,0 +1,444 @@
+"""s10 cp_async and s11 tma: constraints, variant and fallback selection, tensor-map arguments,
+the shared-memory addressing (a Python model of the kernels' index maths), and GPU runs."""
+import math
+
+import pytest
+
+from gemmlab.errors import ConfigError
+from gemmlab.stages import get
+from gemmlab.stages import s11_tma, tensor_map
+from gemmlab.stages.base import Problem
+from gemmlab.stages.s10_cp_async import a_k_major, b_n_major, operands_vec_aligned, swizzle_chunk
+
+S10, S11 = get("s10"), get("s11")
+ALIGNED = 1 << 40  # a fake 16-byte-aligned device address
+
+
+def dense(M, N, K, layout="nn", batch=1, a_off=0, b_off=0, d_off=0):
+    return Problem.dense(M, N, K, layout, batch, a_ptr=ALIGNED + 4 * a_off, b_ptr=2 * ALIGNED + 4 * b_off,
+                         d_ptr=3 * ALIGNED + 4 * d_off)
+
+
+# ---- constraints: each message names the rule it enforces ---------------------------------------
+@pytest.mark.parametrize("spec", [S10, S11], ids=["s10", "s11"])
+@pytest.mark.parametrize("override,message", [
+    ({"warp_m": 24}, "warp_m=24 must be a multiple of 16"),
+    ({"warp_n": 48}, "warp_n=48 must be a multiple of 32"),
+    ({"block_m": 96}, "must divide the block tile"),
+    ({"block_k": 12}, "block_k=12 must be 8, 16 or 32"),
+    ({"k_unroll": 3}, "k_unroll=3 must divide block_k/4"),
+    ({"stages": 1}, "stages=1 must be 2.."),
+    ({"warp_m": 128, "warp_n": 128, "block_m": 128, "block_n": 128}, "at most 128 fit in registers"),
+    ({"stages": 8, "block_k": 32}, "exceeds 232448 B"),
+    ({"block_m": 48, "block_n": 32, "warp_m": 16, "warp_n": 32, "block_k": 8}, "does not split evenly"),
+])
+def test_constraints_name_the_rule(spec, override, message):
+    with pytest.raises(ConfigError, match=message):
+        spec.config(override)
+
+
+def test_defaults_are_legal_and_fit():
+    for spec in (S10, S11):
+        cfg = spec.default_config
+        assert spec.constraints(cfg) == []
+        assert spec.threads(cfg) == 256
+        assert spec.thread_tile(cfg) == (16, 8)  # 128 accumulators per thread
+    assert S10.smem_bytes(S10.default_config, {}) == 3 * (128 + 256) * 32 * 4
+    # s11: 1 KB alignment slack + 4 stages of 1 KB-aligned A and B boxes + 8 mbarriers
+    assert S11.smem_bytes(S11.default_config, {}) == 1024 + 4 * (16384 + 32768) + 64
+
+
+def test_s11_box_limit():
+    with pytest.raises(ConfigError, match="a TMA box is at most 256"):
+        S11.config({"block_m": 512, "warp_m": 128, "warp_n": 64, "block_n": 64})
+
+
+# ---- variant selection --------------------------------------------------------------------------
+@pytest.mark.parametrize("layout,akm,bnm", [("nn", 1, 1), ("nt", 1, 0), ("tn", 0, 1), ("tt", 0, 0)])
+def test_layout_variants(layout, akm, bnm):
+    p = dense(256, 256, 256, layout)
+    assert S10.variant(S10.default_config, p) == {"vec": 1, "a_k_major": akm, "b_n_major": bnm}
+    assert S11.variant(S11.default_config, p) == {"a_k_major": akm, "b_n_major": bnm}
+
+
+def test_vec_needs_aligned_rows_not_d():
+    cfg = S10.default_config
+    assert S10.variant(cfg, dense(64, 64, 7))["vec"] == 0            # A rows 7 floats apart
+    assert S10.variant(cfg, dense(64, 64, 64, a_off=1))["vec"] == 0  # A base misaligned
+    assert S10.variant(cfg, dense(64, 64, 64, b_off=2))["vec"] == 0
+    assert S10.variant(cfg, dense(64, 7, 64, layout="nt"))["vec"] == 1  # B^T rows are K long
+    assert S10.variant(cfg, dense(64, 64, 64, d_off=1))["vec"] == 1  # D is checked in the kernel
+    # Batched: the batch stride must keep every batch's rows aligned.
+    p = Problem(64, 64, 64, 64, 1, 64, 1, 64, batch=2, a_bs=64 * 64 + 1, b_bs=0, d_bs=64 * 64,
+                a_ptr=ALIGNED, b_ptr=ALIGNED, d_ptr=ALIGNED)
+    assert not operands_vec_aligned(p)
+
+
+def test_degenerate_strides_pick_the_usable_layout():
+    # A is M x 1 with both strides 1 (K == 1): kept M-major; a 1 x K row is kept K-major.
+    assert not a_k_major(Problem(8, 8, 1, 1, 1, 8, 1, 8))
+    assert a_k_major(Problem(1, 8, 8, 1, 1, 8, 1, 8))
+    assert b_n_major(Problem(8, 8, 1, 1, 1, 1, 1, 8))
+    assert not b_n_major(Problem(8, 1, 8, 8, 1, 1, 1, 1))
+
+
+# ---- s11 -> s10 fallback --------------------------------------------------------------------------
+@pytest.fixture
+def tma_available(monkeypatch):
+    monkeypatch.setattr(tensor_map, "available", lambda: True)
+
+
+@pytest.mark.parametrize("layout", ["nn", "nt", "tn", "tt"])
+def test_aligned_problems_stay_on_tma(tma_available, layout):
+    for M, N, K in ((4096, 4096, 4096), (1, 7, 1), (129, 131, 132), (1000, 4, 8)):
+        p = dense(M, N, K, layout)
+        if not s11_tma.tma_problems(S11.default_config, p):
+            assert S11.fallback(S11.default_config, p) is None
+    assert S11.fallback(S11.default_config, dense(4096, 4096, 4096, layout)) is None
+    assert S11.fallback(S11.default_config, dense(256, 256, 64, layout, batch=3)) is None
+
+
+@pytest.mark.parametrize("problem,reason", [
+    (dense(64, 64, 7), "multiple of 16"),                 # A's rows are 28 bytes apart
+    (dense(64, 64, 64, a_off=1), "not 16-byte aligned"),
+    (dense(64, 64, 64, b_off=3), "not 16-byte aligned"),
+    (dense(64, 64, 0), "K == 0"),
+    (dense(2, 2, 4, batch=70000), "65535"),
+    (dense(127, 4096, 4096), "larger than the tensor's 127"),   # smaller than one 128-row box
+    (dense(4096, 4096, 16), "larger than the tensor's 16"),
+    (Problem(64, 64, 64, 64, 2, 64, 1, 64, a_ptr=ALIGNED, b_ptr=ALIGNED, d_ptr=ALIGNED), "unit innermost stride"),
+])
+def test_problems_tma_cannot_take_go_to_s10(tma_available, problem, reason):
+    cfg = S11.default_config
+    assert any(reason in m for m in s11_tma.tma_problems(cfg, problem)), s11_tma.tma_problems(cfg, problem)
+    other, other_cfg = S11.fallback(cfg, problem)
+    assert other is S10 and S10.constraints(other_cfg) == []
+    with pytest.raises(ConfigError, match="cannot run this problem on TMA"):
+        S11.check_problem(cfg, problem)
+
+
+def test_fallback_keeps_the_tile_shape():
+    cfg = S11.config({"block_m": 64, "warp_m": 32, "block_k": 16, "stages": 6})
+    _, s10_cfg = S11.fallback(cfg, dense(64, 64, 7))
+    assert (s10_cfg["block_m"], s10_cfg["warp_m"], s10_cfg["block_k"]) == (64, 32, 16)
+    assert s10_cfg["stages"] == S10.default_config["stages"]
+
+
+def test_no_tensor_map_support_means_s10(monkeypatch):
+    monkeypatch.setattr(tensor_map, "available", lambda: False)
+    assert S11.fallback(S11.default_config, dense(256, 256, 256))[0] is S10
+
+
+# ---- tensor-map arguments (checked in Python; encoding needs the driver) ------------------------
+def test_tensor_map_rules():
+    ok = (ALIGNED, (1, 64, 64), (4096, 64, 1), (1, 16, 32))
+    assert tensor_map.problems(*ok) == []
+    assert tensor_map.problems(*ok, swizzle_bytes=128) == []
+    bad = tensor_map.problems(ALIGNED + 4, (1, 64, 63), (4032, 63, 1), (1, 16, 32), 64)
+    assert any("not 16-byte aligned" in m for m in bad)
+    assert any("252 bytes" in m and "multiple of 16" in m for m in bad)
+    assert any("wider than the 64-byte swizzle" in m for m in bad)
+    assert any("box dimension 0 is 300" in m for m in tensor_map.problems(ALIGNED, (64, 64), (64, 1), (300, 4)))
+    assert any("larger than the tensor's 64" in m for m in tensor_map.problems(ALIGNED, (64, 64), (64, 1), (128, 4)))
+    assert any("unit innermost stride" in m for m in tensor_map.problems(ALIGNED, (64, 64), (1, 64), (4, 4)))
+    assert any("multiple of 16" in m for m in tensor_map.problems(ALIGNED, (64, 64), (64, 1), (8, 2)))
+    with pytest.raises(ValueError, match="not 16-byte aligned"):
+        tensor_map.encode(ALIGNED + 8, (64, 64), (64, 1), (8, 8))
+
+
+@pytest.mark.parametrize("layout", ["nn", "nt", "tn", "tt"])
+def test_operand_maps(layout):
+    cfg = S11.default_config
+    M, N, K = 300, 260, 100
+    maps = s11_tma.operand_maps(cfg, dense(M, N, K, layout))
+    a_ptr, a_shape, a_strides, a_box, a_swizzle = maps["a"]
+    b_ptr, b_shape, b_strides, b_box, b_swizzle = maps["b"]
+    if layout[0] == "n":  # A row-major: (batch, M, K) boxes of block_m x block_k, 128-byte swizzle
+        assert (a_shape, a_strides[1:], a_box, a_swizzle) == ((1, M, K), (K, 1), (1, 128, 32), 128)
+    else:
+        assert (a_shape, a_strides[1:], a_box, a_swizzle) == ((1, K, M), (M, 1), (1, 32, 128), 0)
+    if layout[1] == "n":
+        assert (b_shape, b_strides[1:], b_box, b_swizzle) == ((1, K, N), (N, 1), (1, 32, 256), 0)
+    else:  # Bs[n][k] rows of 32 floats: 128-byte swizzle
+        assert (b_shape, b_strides[1:], b_box, b_swizzle) == ((1, N, K), (K, 1), (1, 256, 32), 128)
+    assert maps["batch_mask"] == 0
+    for w in ("a", "b"):
+        assert tensor_map.problems(*maps[w]) == []
+
+
+def test_operand_maps_batched_and_broadcast():
+    cfg = S11.default_config
+    p = Problem(64, 64, 64, 64, 1, 64, 1, 64, batch=5, a_bs=64 * 64, b_bs=0, d_bs=64 * 64,
+                a_ptr=ALIGNED, b_ptr=ALIGNED, d_ptr=ALIGNED)
+    maps = s11_tma.operand_maps(cfg, p)
+    assert maps["a"][1] == (5, 64, 64) and maps["a"][2][0] == 64 * 64
+    assert maps["b"][1] == (1, 64, 64)        # broadcast: one batch, read by every block
+    assert maps["batch_mask"] == 1
+    # One row of A: its 5-float row stride is never used, so the map gets a legal one.
+    p1 = Problem(1, 64, 5, 5, 1, 64, 1, 64, a_ptr=ALIGNED, b_ptr=ALIGNED, d_ptr=ALIGNED)
+    assert s11_tma.operand_maps(cfg, p1)["a"][2][1] == 8
+    assert not any("stride" in m for m in s11_tma.tma_problems(cfg, p1))
+
+
+def test_extra_params_are_grid_constant_tensor_maps():
+    params = S11.extra_params(S11.default_config, S11.variants(S11.default_config)[0])
+    assert [name for _, name in params] == ["a_map", "b_map", "tma_batch_mask"]
+    assert all("__grid_constant__" in decl for decl, _ in params[:2])
+
+
+# ---- the shared-memory addressing, simulated ---------------------------------------------------
+# A Python model of the kernels' index maths: where the copies (s10 cp.async, s11 TMA boxes) put
+# each element of a tile, and which elements each thread's LDS.128 then read. Every thread must
+# read exactly A[row_i][k] and B[k][col_j] for the outputs its epilogue writes.
+def _swizzle_bits(byte_offset, row_bytes):
+    """TMA SWIZZLE_{32,64,128}B as address bits: bits [4, 4+b) ^= bits [7, 7+b), b = log2(row/16)."""
+    b = int(math.log2(row_bytes // 16))
+    mask = (1 << b) - 1
+    return byte_offset ^ (((byte_offset >> 7) & mask) << 4)
+
+
+def _thread_geometry(cfg, variant, tid):
+    wn, wm = cfg["warp_n"], cfg["warp_m"]
+    warps_n = cfg["block_n"] // wn
+    warp, lane = divmod(tid, 32)
+    warp_row, warp_col = divmod(warp, warps_n)
+    lane_row, lane_col = divmod(lane, 8)
+    a_swizzled = variant["a_k_major"] and cfg["a_swizzle"]
+    m_base = warp_row * wm + (lane_row if a_swizzled else lane_row * 4)
+    n_base = warp_col * wn + (lane_col * 4 if variant["b_n_major"] else lane_col)
+    if a_swizzled:  # single rows 4 apart
+        rows = [m_base + 4 * i for i in range(wm // 4)]
+    else:                     # groups of 4 rows 16 apart
+        rows = [m_base + (i // 4) * 16 + i % 4 for i in range(wm // 4)]
+    cols = [n_base + ((j // 4) * 32 + j % 4 if variant["b_n_major"] else j * 8) for j in range(wn // 8)]
+    return m_base, n_base, rows, cols
+
+
+def _copier_image(cfg, variant, operand, threads, vec):
+    """{float offset in the tile: (row, col) of the operand} written by TileCopier."""
+    bm, bn, bk = cfg["block_m"], cfg["block_n"], cfg["block_k"]
+    if operand == "a":
+        outer, inner, inner_is_k, swz = ((bm, bk, True, bool(cfg["a_swizzle"])) if variant["a_k_major"]
+                                         else (bk, bm, False, False))
+    else:
+        outer, inner, inner_is_k, swz = (bn, bk, True, True) if not variant["b_n_major"] else (bk, bn, False, False)
+    unit = 4 if vec else 1
+    per_row = inner // unit
+    image = {}
+    for tid in range(threads):
+        for it in range(outer * per_row // threads):
+            u = tid + it * threads
+            o, i = u // per_row, (u % per_row) * unit
+            for e in range(unit):
+                ii = i + e
+                off = o * inner + (swizzle_chunk(bk, o, ii // 4) * 4 + ii % 4 if swz else ii)
+                assert off not in image, "two copies write one shared word"
+                # logical element: A as (m, k), B as (k, n)
+                if operand == "a":
+                    image[off] = (o, ii) if inner_is_k else (ii, o)
+                else:
+                    image[off] = (ii, o) if inner_is_k else (o, ii)
+    assert sorted(image) == list(range(outer * inner)), "the copies do not cover the tile exactly"
+    return image
+
+
+def _tma_image(cfg, variant, operand):
+    """{float offset: (row, col)} written by the TMA box (row-major box, swizzled for Bs[n][k])."""
+    bm, bn, bk = cfg["block_m"], cfg["block_n"], cfg["block_k"]
+    if operand == "a":
+        outer, inner = (bm, bk) if variant["a_k_major"] else (bk, bm)
+        swizzled = bool(variant["a_k_major"] and cfg["a_swizzle"])
+    else:
+        outer, inner = (bk, bn) if variant["b_n_major"] else (bn, bk)
+        swizzled = not variant["b_n_major"]
+    image = {}
+    for o in range(outer):
+        for i in range(inner):
+            byte = 4 * (o * inner + i)
+            if swizzled:
+                byte = _swizzle_bits(byte, 4 * bk)
+            logical = (o, i)
+            if operand == "a" and not variant["a_k_major"]:
+                logical = (i, o)
+            if operand == "b" and not variant["b_n_major"]:
+                logical = (i, o)
+            image[byte // 4] = logical
+    assert sorted(image) == list(range(outer * inner))
+    return image
+
+
+def _check_reads(cfg, variant, a_image, b_image, threads):
+    bm, bn, bk = cfg["block_m"], cfg["block_n"], cfg["block_k"]
+    covered = set()
+    for tid in range(threads):
+        m_base, n_base, rows, cols = _thread_geometry(cfg, variant, tid)
+        a_swizzle = swizzle_chunk(bk, m_base, 0)
+        b_swizzle = swizzle_chunk(bk, n_base, 0)
+        covered |= {(r, c) for r in rows for c in cols}
+        for g in range(bk // 4):
+            for kk in range(4):
+                k = 4 * g + kk
+                for i, r in enumerate(rows):  # WarpTileCore::multiply, A side
+                    if variant["a_k_major"] and cfg["a_swizzle"]:  # the kernel's shortcut for f(m_base + 4i)
+                        chunk = g ^ a_swizzle ^ ((i & 1) * (bk // 8))
+                        off = (m_base + 4 * i) * bk + chunk * 4 + kk
+                    elif variant["a_k_major"]:
+                        off = (m_base + (i // 4) * 16 + i % 4) * bk + 4 * g + kk
+                    else:
+                        off = k * bm + m_base + (i // 4) * 16 + i % 4
+                    assert a_image[off] == (r, k), (tid, g, kk, i)
+                for j, c in enumerate(cols):  # B side
+                    if variant["b_n_major"]:
+                        off = k * bn + n_base + (j // 4) * 32 + j % 4
+                    else:
+                        off = (n_base + j * 8) * bk + (g ^ b_swizzle) * 4 + kk
+                    assert b_image[off] == (k, c), (tid, g, kk, j)
+    assert covered == {(r, c) for r in range(bm) for c in range(bn)}, "the epilogue must cover the block once"
+
+
+SMALL = {"block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32, "k_unroll": 1, "stages": 2}
+
+
+@pytest.mark.parametrize("a_swizzle", [1, 0])
+@pytest.mark.parametrize("block_k", [8, 16, 32])
+@pytest.mark.parametrize("index", range(8))
+def test_s10_copies_and_fragment_reads_agree(index, block_k, a_swizzle):
+    cfg = S10.config(dict(SMALL, block_k=block_k, a_swizzle=a_swizzle))
+    variant = S10.variants(cfg)[index]
+    threads = S10.threads(cfg)
+    a = _copier_image(cfg, variant, "a", threads, variant["vec"])
+    b = _copier_image(cfg, variant, "b", threads, variant["vec"])
+    _check_reads(cfg, variant, a, b, threads)
+
+
+@pytest.mark.parametrize("a_swizzle", [1, 0])
+@pytest.mark.parametrize("block_k", [8, 16, 32])
+@pytest.mark.parametrize("index", range(4))
+def test_s11_tma_boxes_and_fragment_reads_agree(index, block_k, a_swizzle):
+    cfg = S11.config(dict(SMALL, block_k=block_k, a_swizzle=a_swizzle))
+    variant = S11.variants(cfg)[index]
+    _check_reads(cfg, variant, _tma_image(cfg, variant, "a"), _tma_image(cfg, variant, "b"), S11.threads(cfg))
+
+
+def test_default_config_reads_agree():
+    for spec in (S10, S11):
+        cfg = spec.default_config
+        for variant in spec.variants(cfg)[:4]:
+            if spec is S10:
+                a = _copier_image(cfg, variant, "a", 256, variant["vec"])
+                b = _copier_image(cfg, variant, "b", 256, variant["vec"])
+            else:
+                a, b = _tma_image(cfg, variant, "a"), _tma_image(cfg, variant, "b")
+            _check_reads(cfg, variant, a, b, 256)
+
+
+def test_smem_accesses_shapes_and_banks():
+    from gemmlab.analysis import banks
+
+    for spec in (S10, S11):
+        cfg = spec.default_config
+        for variant in spec.variants(cfg):
+            acc = spec.smem_accesses(cfg, variant)
+            tm, tn = spec.thread_tile(cfg)
+            # One k group: A_K one LDS.128 per row, A_M 4 k x tm/4; B_N 4 k x tn/4, B_K one per column.
+            assert len(acc["a_load"]) == (tm if variant["a_k_major"] else 4 * tm // 4)
+            assert len(acc["b_load"]) == (4 * tn // 4 if variant["b_n_major"] else tn)
+            for kind in ("a_load", "b_load"):
+                for width, addrs in acc[kind]:
+                    assert width == 16 and len(addrs) == 32 and all(a % 16 == 0 for a in addrs)
+                # conflict-free: the bank model finds no more wavefronts than the ideal
+                res = banks.analyse_kind(acc[kind])
+                assert res["wavefronts"] == res["ideal"], (spec.id, variant, kind, res)
+            if spec is S11:
+                assert acc["a_store"] == [] and acc["b_store"] == []
+            else:
+                unit = 4 if variant["vec"] else 1
+                assert len(acc["a_store"]) == 128 * 32 // unit // 256
+                assert len(acc["b_store"]) == 256 * 32 // unit // 256
+                for width, addrs in acc["a_store"] + acc["b_store"]:
+                    assert width == 4 * unit
+    assert S10.smem_accesses(S10.default_config) == S10.smem_accesses(S10.default_config, S10.variants(S10.default_config)[0])
+
+
+# ---- GPU: results, and which kernel ran ------------------------------------------------------------
+@pytest.mark.gpu
+@pytest.mark.parametrize("stage", ["s10", "s11"])
+@pytest.mark.parametrize("layout", ["nn", "nt", "tn", "tt"])
+@pytest.mark.parametrize("M,N,K", [(1, 1, 1), (1, 7, 1), (7, 1, 33), (129, 131, 127), (256, 512, 4096 + 4),
+                                   (300, 260, 36), (64, 64, 96), (513, 257, 1023)])
+def test_gpu_results(stage, layout, M, N, K):
+    from gemmlab.check import check_stage
+
+    r = check_stage(stage, M, N, K, layout)
+    assert r.correct, r
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("config", [{"block_k": 8, "k_unroll": 1, "stages": 2}, {"block_k": 16, "stages": 6},
+                                    {"block_m": 64, "block_n": 128, "warp_m": 32, "warp_n": 64}])
+@pytest.mark.parametrize("stage", ["s10", "s11"])
+def test_gpu_other_configs(stage, config):
+    from gemmlab.check import check_stage
+
+    for layout in ("nn", "tt"):
+        r = check_stage(stage, 333, 270, 1000, layout, config=config)
+        assert r.correct, (layout, r)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("stage", ["s10", "s11"])
+def test_gpu_batched_and_broadcast(stage):
+    import torch
+
+    import gemmlab
+    from gemmlab.check import compare
+
+    a = torch.rand(3, 132, 68, device="cuda") - 0.5   # s11: TMA with a 3-D map for A,
+    b = torch.rand(1, 68, 264, device="cuda") - 0.5   # and B broadcast (batch_mask bit 1 clear)
+    out = gemmlab.gemm_batched(a, b, stage=stage)
+    ref = a.double() @ b.double()
+    assert compare(out, ref, 68).correct
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", ["nn", "nt", "tn", "tt"])
+@pytest.mark.parametrize("M,N,K", [(388, 268, 164), (128, 256, 32), (260, 1000, 4100), (4096, 256, 36)])
+def test_gpu_s11_tma_edges(monkeypatch, capsys, layout, M, N, K):
+    """Shapes TMA takes (16-byte strides, at least one box) with partial boxes at every edge."""
+    from gemmlab.check import check_stage
+
+    monkeypatch.setenv("GEMMLAB_PRINT_CONFIG", "1")
+    r = check_stage("s11", M, N, K, layout)
+    assert "kernel gemmlab_s11_tma" in capsys.readouterr().err
+    assert r.correct, r
+
+
+@pytest.mark.gpu
+def test_gpu_s11_runs_tma_when_it_can_and_s10_when_not(monkeypatch, capsys):
+    import torch
+
+    import gemmlab
+
+    assert tensor_map.available(), "this cuda.core cannot build TMA descriptors: s11 would always run s10"
+    monkeypatch.setenv("GEMMLAB_PRINT_CONFIG", "1")
+    a = torch.rand(256, 256, device="cuda")
+    gemmlab.gemm(a, a, stage="s11")
+    torch.cuda.synchronize()
+    assert "kernel gemmlab_s11_tma" in capsys.readouterr().err
+    odd = torch.rand(256, 255, device="cuda")  # rows of 255 floats: not 16-byte strides
+    out = gemmlab.gemm(odd, odd.t().contiguous(), stage="s11")
+    torch.cuda.synchronize()
+    assert "kernel gemmlab_s10_cp_async" in capsys.readouterr().err
+    assert torch.allclose(out.double(), odd.double() @ odd.t().double(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.gpu
+def test_gpu_tensor_map_encodes_and_rejects():
+    import torch
+
+    x = torch.empty(64, 64, device="cuda")
+    desc = tensor_map.encode(x.data_ptr(), (1, 64, 64), (4096, 64, 1), (1, 32, 32), 128)
+    assert type(desc).__name__ == "TensorMapDescriptor"
+    with pytest.raises(ValueError, match="multiple of 16"):
+        tensor_map.encode(x.data_ptr(), (1, 64, 63), (4096, 63, 1), (1, 32, 32))
+
