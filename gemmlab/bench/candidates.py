@@ -204,14 +204,18 @@ def _threads(block) -> int:
 
 
 class StageCandidate(Candidate):
-    def __init__(self, spec):
-        super().__init__(id=spec.id, name=spec.name, kind="stage", adds=spec.adds, notes=spec.notes,
+    def __init__(self, spec, config=None):
+        cfg = spec.config(config)
+        custom = config is not None and cfg != spec.default_config
+        sid = spec.id + ("[" + ",".join(f"{k}={v}" for k, v in cfg.items() if v != spec.default_config[k]) + "]"
+                         if custom else "")
+        super().__init__(id=sid, name=spec.name, kind="stage", adds=spec.adds, notes=spec.notes,
                          expected_pct_cublas=tuple(spec.expected_pct_cublas) if spec.expected_pct_cublas else None,
-                         config=spec.default_config)
+                         config=cfg)
         self.spec = spec
 
     def check(self, M, N, K, layout):
-        return _check.check_stage(self.spec.id, M, N, K, layout)
+        return _check.check_stage(self.spec.id, M, N, K, layout, config=self.config)
 
     def problem(self, ops: Operands):
         from ..stages.base import Problem
@@ -227,7 +231,7 @@ class StageCandidate(Candidate):
     def prepare(self, ops: Operands) -> Prepared:
         from ..api import run_problem
 
-        cfg = self.spec.config(None)
+        cfg = self.config
         prob = self.problem(ops)
         with recorded_launches() as calls:
             ck = run_problem(self.spec, cfg, prob, ops.device, ops.stream_handle)

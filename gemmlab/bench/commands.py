@@ -1,6 +1,8 @@
 """Commands: ``ladder`` and ``bench`` (GPU), ``report`` (no GPU). See docs/benchmark.md."""
 from __future__ import annotations
 
+import re
+
 import json
 import sys
 from pathlib import Path
@@ -61,9 +63,11 @@ def _common(p, stages_flag: bool = True) -> None:
 
 
 def _split(text) -> list[str]:
+    """'s01,s07[block_m=64,block_n=64]' -> ['s01', 's07[block_m=64,block_n=64]'] (commas inside
+    brackets belong to the config)."""
     out = []
     for item in text if isinstance(text, list) else [text]:
-        out += [s.strip() for s in str(item).split(",") if s.strip()]
+        out += [s.strip() for s in re.split(r",(?![^\[]*\])", str(item)) if s.strip()]
     return out
 
 
@@ -96,7 +100,10 @@ def _run(args, problems, stage_ids, kind: str) -> int:
                                baselines=_baselines(args.baselines), policy=_policy(args), device=args.device,
                                kernel_names=not args.no_kernel_names, kind=kind)
     if stage_ids:
-        ladder.select_stages(stage_ids)  # unknown ids fail here, before any GPU work
+        try:
+            ladder.select_stages(stage_ids)  # unknown ids and bad configs fail here, before any GPU work
+        except ValueError as e:
+            raise SystemExit(f"gemmlab: {e}") from None
     doc = ladder.run(settings)
     if args.out:
         write_outputs(doc, args.out, stem=kind)

@@ -42,13 +42,32 @@ def _say(msg: str, stream=None) -> None:
     print(msg, file=stream or sys.stderr, flush=True)
 
 
+def parse_stage_token(token: str):
+    """'s07' -> (spec, None); 's07[block_m=64,block_n=64]' -> (spec, legal config dict)."""
+    from ..stages import get
+
+    name, _, rest = token.partition("[")
+    spec = get(name.strip())
+    if not rest:
+        return spec, None
+    if not rest.endswith("]"):
+        raise ValueError(f"stage {token!r}: expected STAGE[KEY=VALUE,...]")
+    cfg = {}
+    for item in rest[:-1].split(","):
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise ValueError(f"stage {token!r}: expected KEY=VALUE, got {item!r}")
+        cfg[key.strip()] = int(value)
+    return spec, spec.config(cfg)
+
+
 def select_stages(ids):
-    """Stage specs for ``ids`` (ids or names, in the registry's order when None)."""
-    from ..stages import all_stages, get
+    """[(spec, config or None)] for ``ids`` (ids, names or 'id[k=v,...]'; the registry when None)."""
+    from ..stages import all_stages
 
     if not ids:
-        return all_stages()
-    return [get(s) for s in ids]
+        return [(s, None) for s in all_stages()]
+    return [parse_stage_token(s) for s in ids]
 
 
 def _finite_or_none(x):
@@ -80,12 +99,12 @@ def run(settings: Settings, progress=None) -> dict:
 
     skipped: list[dict] = []
     stage_cands = []
-    for spec in select_stages(settings.stages):
+    for spec, cfg in select_stages(settings.stages):
         if spec.min_cc > cc:
             skipped.append({"stage": spec.id, "reason": f"needs compute capability {spec.min_cc / 10:.1f}; "
                                                         f"this GPU is {gpu.arch}"})
         else:
-            stage_cands.append(StageCandidate(spec))
+            stage_cands.append(StageCandidate(spec, cfg))
     base_cands = {}
     for name in settings.baselines:
         try:
