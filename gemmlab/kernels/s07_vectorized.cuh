@@ -2,7 +2,8 @@
 // same parameters), global memory is read and written as float4 and both fragments come out
 // of shared memory with 128-bit loads:
 //   - A is stored transposed, As[k][m] (§7.3), so a thread's THREAD_M values of one k are
-//     contiguous: THREAD_M/4 LDS.128 per k for A, THREAD_N/4 for B (s06: THREAD_M + THREAD_N LDS.32);
+//     contiguous: THREAD_M/4 LDS.128 per k for A and THREAD_N/4 for B into per-k fragments
+//     (in s06's As[m][k] they are BLOCK_K floats apart);
 //   - tiles come from global memory as float4 (LDG.E.128) in either layout of each operand, and D
 //     is written as float4 (STG.E.128), both through tile_io.cuh; unaligned problems run the
 //     scalar instantiation (VEC = 0) of the same kernel.
@@ -121,19 +122,19 @@ struct S07Vectorized {
         b_tile.template store<Layout::B_STRIDE>(Bs, [](int k, int n) { return Layout::b_index(k, n); });
     }
 
-    // The tiles that lie wholly inside K, from the current one on.
+    // The tiles that lie wholly inside K, k0 = 0, BLOCK_K, ... < k_end.
     template <bool CHECK_MN, class ATileT, class BTileT>
     static __device__ __forceinline__ void full_tiles(float (&acc)[FRAG_M][FRAG_N], ATileT& a_tile, BTileT& b_tile,
-                                                      float* As, float* Bs, int tiles, int thread_row, int thread_col) {
-        for (; tiles > 0; --tiles) {
-            a_tile.template load_full<CHECK_MN>();
-            b_tile.template load_full<CHECK_MN>();
+                                                      float* As, float* Bs, int64 k_end, int thread_row, int thread_col) {
+        for (int64 k0 = 0; k0 < k_end; k0 += BLOCK_K) {
+            int64 k = k0;
+            tile_io::opaque(k);  // addresses from k, not stepped pointers (tile_io::Float4Tile::at)
+            a_tile.template load_full<CHECK_MN>(k);
+            b_tile.template load_full<CHECK_MN>(k);
             store_tiles(a_tile, b_tile, As, Bs);
             __syncthreads();
             multiply_tile(acc, As, Bs, thread_row, thread_col);
             __syncthreads();  // the next tile overwrites As and Bs
-            a_tile.advance();
-            b_tile.advance();
         }
     }
 
@@ -171,20 +172,20 @@ struct S07Vectorized {
         // The partial tile at the end of K first (K % BLOCK_K != 0), zero-filled past K; then the
         // whole tiles with no k checks, and with no m, n checks either in blocks inside M x N (most
         // of them). Done first, the tail's bookkeeping is dead by the main loop.
-        const int64 tiles = K / BLOCK_K;
-        const int k_tail = (int)(K % BLOCK_K);
+        const int64 k_full = K / BLOCK_K * BLOCK_K;
+        const int k_tail = (int)(K - k_full);
         if (k_tail > 0) {
-            a_tile.load_tail(tiles * BLOCK_K, k_tail);
-            b_tile.load_tail(tiles * BLOCK_K, k_tail);
+            a_tile.load_tail(k_full, k_tail);
+            b_tile.load_tail(k_full, k_tail);
             store_tiles(a_tile, b_tile, As, Bs);
             __syncthreads();
             multiply_tile(acc, As, Bs, thread_row, thread_col);
             __syncthreads();
         }
         if (tile_row + BLOCK_M <= args.M && tile_col + BLOCK_N <= args.N)
-            full_tiles<false>(acc, a_tile, b_tile, As, Bs, tiles, thread_row, thread_col);
+            full_tiles<false>(acc, a_tile, b_tile, As, Bs, k_full, thread_row, thread_col);
         else
-            full_tiles<true>(acc, a_tile, b_tile, As, Bs, tiles, thread_row, thread_col);
+            full_tiles<true>(acc, a_tile, b_tile, As, Bs, k_full, thread_row, thread_col);
 
         // The epilogue places the thread again rather than keep its origin live through the loop.
         int tid_out = threadIdx.x;

@@ -4,7 +4,9 @@
 //     store writes together (k, k+4, ...) are XORed into different 16-bank halves (BLOCK_K = 8),
 //     so that store is conflict-free. The notes XOR with k*4; XORing only by k / 4 does the same
 //     for the store while a thread's fragment address takes one value per group of 4 k steps,
-//     so the main loop still reads at compile-time offsets from a few base registers.
+//     so the main loop still reads at compile-time offsets from a few base registers. An M-major
+//     A is stored along m with STS.128, conflict-free already: that instantiation leaves As plain
+//     (one base register fewer).
 //   - Bs[k][n] lives at n ^ (bit 5 of n) * 4: a float4 in the second 32-float half of a 64-float
 //     run is swapped with its neighbour, so lanes l and l+4 of a quarter-warp (32 floats apart
 //     in s07: same banks) now hit banks 4 apart.
@@ -15,10 +17,11 @@
 
 namespace gemmlab {
 
-template <int BLOCK_M, int BLOCK_N, int BLOCK_K, int LANES_N>
+template <int BLOCK_M, int BLOCK_N, int BLOCK_K, int LANES_N, bool SWIZZLE_A>
 struct S08bLayout : S07Layout<BLOCK_M, BLOCK_N, BLOCK_K, LANES_N> {
-    static constexpr int A_SWIZZLE = 128 / BLOCK_K;  // XOR step per group of 4 k: BLOCK_K/4 groups over 32 floats
-    static constexpr int A_RUN = A_SWIZZLE;  // the XOR leaves aligned runs of A_SWIZZLE floats whole
+    // XOR step per group of 4 k (BLOCK_K/4 groups over 32 floats); 0: As unswizzled.
+    static constexpr int A_SWIZZLE = SWIZZLE_A ? 128 / BLOCK_K : 0;
+    static constexpr int A_RUN = SWIZZLE_A ? A_SWIZZLE : BLOCK_M;  // the XOR leaves aligned runs whole
     static constexpr int B_RUN = 4;
     static_assert((BLOCK_K == 4 || BLOCK_K == 8 || BLOCK_K == 16 || BLOCK_K == 32) && BLOCK_M % 32 == 0,
                   "bank swizzle: block_k must be 4, 8, 16 or 32 and block_m a multiple of 32 (the XOR stays inside "
@@ -31,6 +34,6 @@ template <int BLOCK_M, int BLOCK_N, int BLOCK_K, int WARP_M, int WARP_N, int WAR
           int THREAD_N, int VEC, int A_K_MAJOR, int B_N_MAJOR>
 struct S08bBankSwizzle
     : S07Vectorized<BLOCK_M, BLOCK_N, BLOCK_K, WARP_M, WARP_N, WARP_M_ITER, WARP_N_ITER, THREAD_M, THREAD_N, VEC, A_K_MAJOR,
-                    B_N_MAJOR, S08bLayout<BLOCK_M, BLOCK_N, BLOCK_K, WARP_N / WARP_N_ITER / THREAD_N>> {};
+                    B_N_MAJOR, S08bLayout<BLOCK_M, BLOCK_N, BLOCK_K, WARP_N / WARP_N_ITER / THREAD_N, !VEC || A_K_MAJOR>> {};
 
 }  // namespace gemmlab

@@ -54,12 +54,12 @@ struct Float4Tile {
                   "float4 tile: threads must cover the tile in whole rows of float4s");
 
     float4 v[COUNT];
-    const float* ptr;  // this thread's first float4 in the current tile
+    const float* ptr;  // this thread's first float4 at k = 0
     int64 ld;          // elements between rows
     int mn_left;       // m (n) of the matrix from this thread's first m (n) on, clamped to the tile
     int row, col;      // this thread's first element within the tile
 
-    // tile: element (0, 0) of the first tile; mn_in: the matrix's m (n) extent from there.
+    // tile: element (0, 0) at k = 0; mn_in: the matrix's m (n) extent from there.
     __device__ __forceinline__ void init(const float* tile, int64 ld_, int64 mn_in, int tid) {
         row = tid / COL_VECS;
         col = tid % COL_VECS * 4;
@@ -69,23 +69,28 @@ struct Float4Tile {
         mn_left = (int)(left < COLS + ROWS ? left : COLS + ROWS);
     }
 
-    // A tile whose BLOCK_K values of k are all inside K. CHECK_MN = false: the block tile is
-    // inside M (N) as well (most blocks), so nothing is checked.
+    // This thread's first float4 of the tile starting at k0. Addressed from k0 rather than by
+    // stepping a pointer: the main loop then carries one k0 for both operands, not a pointer and
+    // a 64-bit stride each (the stage makes k0 opaque so the compiler does not step it back).
+    __device__ __forceinline__ const float* at(int64 k0) const { return ptr + k0 * (K_ALONG_ROWS ? ld : 1); }
+
+    // The tile at k0 whose BLOCK_K values of k are all inside K. CHECK_MN = false: the block tile
+    // is inside M (N) as well (most blocks), so nothing is checked.
     template <bool CHECK_MN>
-    __device__ __forceinline__ void load_full() {
+    __device__ __forceinline__ void load_full(int64 k0) {
+        const float* base = at(k0);
 #pragma unroll
         for (int r = 0; r < COUNT; ++r) {
-            const float* p = ptr + r * ROW_STEP * ld;
+            const float* p = base + r * ROW_STEP * ld;
             if (!CHECK_MN) v[r] = load_global4(p);
             else if (K_ALONG_ROWS) v[r] = load_global_upto4(p, mn_left);
             else v[r] = r * ROW_STEP < mn_left ? load_global4(p) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         }
     }
 
-    // The last tile, cut by K, read ahead of the others: its first k is k_first (from the current
-    // tile), and only k_count < BLOCK_K values of k are inside K. Zeros past K.
-    __device__ __forceinline__ void load_tail(int64 k_first, int k_count) {
-        const float* base = ptr + k_first * (K_ALONG_ROWS ? ld : 1);
+    // The last tile, at k0, cut by K: only k_count < BLOCK_K values of k are inside K. Zeros past K.
+    __device__ __forceinline__ void load_tail(int64 k0, int k_count) {
+        const float* base = at(k0);
 #pragma unroll
         for (int r = 0; r < COUNT; ++r) {
             const float* p = base + r * ROW_STEP * ld;
@@ -97,8 +102,6 @@ struct Float4Tile {
             }
         }
     }
-
-    __device__ __forceinline__ void advance() { ptr += K_ALONG_ROWS ? BLOCK_K * ld : BLOCK_K; }
 
     // Registers -> shared memory; index(k, mn) is the float offset of operand element (k, mn), and
     // for k % 4 == 0 the layout promises index(k + j, mn) == index(k, mn) + j * K_STEP (j < 4), so
@@ -144,10 +147,10 @@ struct ScalarOperand {
                   "scalar tile: threads must be a multiple of block_k, block_m and block_n");
 
     float v[COUNT];
-    const float* ptr;
-    int64 step;      // elements between this thread's consecutive loads
+    const float* ptr;  // this thread's first element at k = 0
+    int64 step;        // elements between this thread's consecutive loads
     int64 k_stride;
-    int mn_left;     // the matrix's m (n) extent from the tile's first m (n), clamped to the tile
+    int mn_left;       // the matrix's m (n) extent from the tile's first m (n), clamped to the tile
     int mn, k, mn_step, k_step;
 
     __device__ __forceinline__ void init(const float* tile, int64 mn_stride, int64 k_stride_, int64 mn_in, int tid) {
@@ -163,21 +166,20 @@ struct ScalarOperand {
     }
 
     template <bool CHECK_MN>
-    __device__ __forceinline__ void load_full() {
+    __device__ __forceinline__ void load_full(int64 k0) {
+        const float* base = ptr + k0 * k_stride;
 #pragma unroll
-        for (int r = 0; r < COUNT; ++r) v[r] = !CHECK_MN || mn + r * mn_step < mn_left ? ptr[r * step] : 0.0f;
+        for (int r = 0; r < COUNT; ++r) v[r] = !CHECK_MN || mn + r * mn_step < mn_left ? base[r * step] : 0.0f;
     }
 
-    __device__ __forceinline__ void load_tail(int64 k_first, int k_count) {
-        const float* base = ptr + k_first * k_stride;
+    __device__ __forceinline__ void load_tail(int64 k0, int k_count) {
+        const float* base = ptr + k0 * k_stride;
 #pragma unroll
         for (int r = 0; r < COUNT; ++r) {
             const bool inside = mn + r * mn_step < mn_left && k + r * k_step < k_count;
             v[r] = inside ? base[r * step] : 0.0f;
         }
     }
-
-    __device__ __forceinline__ void advance() { ptr += BLOCK_K * k_stride; }
 
     // The COUNT addresses differ by amounts fixed only at run time (which dimension is unit
     // stride) and, in general layouts, not linearly: recomputed per tile rather than kept in

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from .base import Param, Problem, StageSpec
 
+MAX_SMEM_PER_BLOCK = 227 * 1024  # sm_90 opt-in limit for one block
+
 KEYS = ("block_m", "block_n", "block_k", "warp_m", "warp_n", "warp_m_iter", "warp_n_iter", "thread_m", "thread_n")
 
 PARAMS = (
@@ -54,7 +56,8 @@ def scalar_tile_map(block_mn: int, block_k: int, threads: int, tid: int, k_unit:
 
 
 def operand_stores(block_mn: int, block_k: int, threads: int, tid: int, vec: bool, k_contiguous: bool):
-    """Shared stores of one thread for one tile: [(width_bytes, [(k, mn), ...] first element)].
+    """Shared stores of one thread for one tile, in issue order: [(width_bytes, (k, mn))], the element
+    a 4-byte store writes or the first of the 4 consecutive m (n) a 16-byte one writes.
 
     A float4 along k is stored transposed (4 x 32 bit: k, k+1, k+2, k+3 of one mn), a float4 along
     mn as one 128-bit store (As/Bs keep 4 consecutive m or n together)."""
@@ -82,10 +85,12 @@ class VectorizedSpec(StageSpec):
     def b_floats(self, kcfg):
         return kcfg["block_k"] * kcfg["block_n"]
 
-    def a_index(self, kcfg, k, m):
+    # Shared offsets (floats) of As[k][m] and Bs[k][n]; ``variant`` is the instantiation (None: the
+    # aligned one with K-major A and N-major B), for layouts that depend on it (s08b).
+    def a_index(self, kcfg, k, m, variant=None):
         return k * kcfg["block_m"] + m
 
-    def b_index(self, kcfg, k, n):
+    def b_index(self, kcfg, k, n, variant=None):
         return k * kcfg["block_n"] + n
 
     def lane_row(self, kcfg, lane):
@@ -131,6 +136,9 @@ class VectorizedSpec(StageSpec):
         out = kernel_constraints(self.kernel_config(cfg))
         if not out and self.threads(cfg) * cfg["min_blocks"] > 2048:
             out.append(f"min_blocks ({cfg['min_blocks']}) blocks of {self.threads(cfg)} threads exceed 2048 threads per SM")
+        if not out and self.smem_bytes(cfg) > MAX_SMEM_PER_BLOCK:
+            out.append(f"{self.smem_bytes(cfg)} bytes of shared memory per block, more than the "
+                       f"{MAX_SMEM_PER_BLOCK} an sm_90 block can have: use a smaller block_k or block tile")
         return out
 
     def smem_bytes(self, cfg, variant=None):
@@ -163,18 +171,18 @@ class VectorizedSpec(StageSpec):
         vec = bool(variant.get("vec"))
         b_base = 4 * self.a_floats(kcfg)
         origins = [self.thread_origin(cfg, lane) for lane in range(32)]
-        a_load = [(16, [4 * self.a_index(kcfg, k, r + self.frag_row(kcfg, i)) for r, _ in origins])
+        a_load = [(16, [4 * self.a_index(kcfg, k, r + self.frag_row(kcfg, i), variant) for r, _ in origins])
                   for i in range(0, lay["FRAG_M"], 4)]
-        b_load = [(16, [b_base + 4 * self.b_index(kcfg, k, c + self.frag_col(kcfg, j)) for _, c in origins])
+        b_load = [(16, [b_base + 4 * self.b_index(kcfg, k, c + self.frag_col(kcfg, j), variant) for _, c in origins])
                   for j in range(0, lay["FRAG_N"], 4)]
         threads = lay["THREADS"]
         a_k = bool(variant.get("a_k_major", 1))
         b_k = not bool(variant.get("b_n_major", 1))
         a_st = [operand_stores(kcfg["block_m"], kcfg["block_k"], threads, lane, vec, a_k) for lane in range(32)]
         b_st = [operand_stores(kcfg["block_n"], kcfg["block_k"], threads, lane, vec, b_k) for lane in range(32)]
-        a_store = [(a_st[0][n][0], [4 * self.a_index(kcfg, *a_st[lane][n][1]) for lane in range(32)])
+        a_store = [(a_st[0][n][0], [4 * self.a_index(kcfg, *a_st[lane][n][1], variant) for lane in range(32)])
                    for n in range(len(a_st[0]))]
-        b_store = [(b_st[0][n][0], [b_base + 4 * self.b_index(kcfg, *b_st[lane][n][1]) for lane in range(32)])
+        b_store = [(b_st[0][n][0], [b_base + 4 * self.b_index(kcfg, *b_st[lane][n][1], variant) for lane in range(32)])
                    for n in range(len(b_st[0]))]
         return {"a_load": a_load, "b_load": b_load, "a_store": a_store, "b_store": b_store}
 

@@ -22,10 +22,10 @@ class BankPaddingSpec(VectorizedSpec):
     def b_floats(self, kcfg):
         return kcfg["block_k"] * b_stride(kcfg)
 
-    def a_index(self, kcfg, k, m):
+    def a_index(self, kcfg, k, m, variant=None):
         return k * a_stride(kcfg) + m
 
-    def b_index(self, kcfg, k, n):
+    def b_index(self, kcfg, k, n, variant=None):
         return k * b_stride(kcfg) + n + (n >> 5) * 4
 
     def constraints(self, cfg):

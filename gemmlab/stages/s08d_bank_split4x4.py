@@ -2,7 +2,7 @@
 sub-tiles spread across the warp tile, so a quarter-warp's B float4s are contiguous (no conflict).
 The kernel is s07 instantiated with warp_m_iter*thread_m/4 x warp_n_iter*thread_n/4 warp sub-tiles
 of 4 x 4 thread tiles (``kernel_config``), as in kernels/s08d_bank_split4x4.cuh."""
-from .s07_vectorized import PARAMS, VectorizedSpec
+from .s07_vectorized import KEYS, PARAMS, VectorizedSpec
 
 
 class Split4x4Spec(VectorizedSpec):
@@ -25,8 +25,7 @@ class Split4x4Spec(VectorizedSpec):
         # The .cuh takes the user's parameters and splits them itself.
         vec = int(variant.get("vec", 0))
         flags = (vec, int(variant.get("a_k_major", 1)) if vec else 1, int(variant.get("b_n_major", 1)) if vec else 1)
-        keys = ("block_m", "block_n", "block_k", "warp_m", "warp_n", "warp_m_iter", "warp_n_iter", "thread_m", "thread_n")
-        return "gemmlab::{}<{}>".format(self.struct, ", ".join(str(x) for x in [cfg[k] for k in keys] + list(flags)))
+        return "gemmlab::{}<{}>".format(self.struct, ", ".join(str(x) for x in [cfg[k] for k in KEYS] + list(flags)))
 
 
 STAGE = Split4x4Spec(
