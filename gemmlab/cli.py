@@ -72,5 +72,15 @@ def main(argv=None) -> int:
         return 0
 
 
+def console_main() -> None:
+    """The ``gemmlab`` console script: like ``python -m gemmlab``."""
+    import os
+
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # see __main__.py
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    console_main()

@@ -125,8 +125,13 @@ def main() -> int:
               f"| stalls: {top} | {row['kernel'][:60]}", flush=True)
     if args.out:
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        from gemmlab.bench.provenance import git_state
+
+        prov = {"git": git_state(), "ncu": subprocess.run([ncu, "--version"], capture_output=True, text=True).stdout.strip()[-60:],
+                "gpu": subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                                      capture_output=True, text=True).stdout.strip(), "size": args.size}
         with open(args.out, "w") as f:
-            json.dump({"method": "ncu --clock-control none, one launch per stage, nn, alpha 1 beta 0",
+            json.dump({"provenance": prov, "method": "ncu --clock-control none, one launch per stage, nn, alpha 1 beta 0",
                        "metrics": METRICS + [STALLS], "rows": rows}, f, indent=1)
     return 0
 

@@ -104,8 +104,8 @@ def test_notes_table_holds_at_every_k():
     for k in range(8):
         for name, (a, b) in banks.NOTES_TABLE.items():
             p = banks.reference_pattern(name, k)
-            assert banks.analyse_kind(p["a_load"])["wavefronts"] == a, (name, k)
-            assert banks.analyse_kind(p["b_load"])["wavefronts"] == b, (name, k)
+            assert banks.analyse_kind(p["a_load"], model="notes")["wavefronts"] == a, (name, k)
+            assert banks.analyse_kind(p["b_load"], model="notes")["wavefronts"] == b, (name, k)
 
 
 def test_reference_patterns_match_the_notes_walkthrough():

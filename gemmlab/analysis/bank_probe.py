@@ -468,11 +468,10 @@ def format_table(rows: list[dict]) -> str:
 def _provenance(ncu: str | None) -> dict:
     prov = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "python": sys.version.split()[0]}
-    try:
-        prov["git_commit"] = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                                            cwd=Path(__file__).resolve().parents[2]).stdout.strip() or None
-    except OSError:
-        prov["git_commit"] = None
+    from ..bench.provenance import git_state
+
+    git = git_state()
+    prov["git_commit"], prov["git_dirty"] = git["commit"], git["dirty"]
     if ncu:
         try:
             prov["ncu_version"] = subprocess.run([ncu, "--version"], capture_output=True, text=True,

@@ -40,7 +40,7 @@ BANKS = 32
 WORD = 4
 WARP = 32
 MODELS = ("notes", "hardware")
-DEFAULT_MODEL = os.environ.get("GEMMLAB_BANK_MODEL", "notes")
+DEFAULT_MODEL = os.environ.get("GEMMLAB_BANK_MODEL", "hardware")  # the H200 probe: results/h200/bank_probe.json
 
 
 @dataclass(frozen=True)

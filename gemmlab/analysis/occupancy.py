@@ -142,6 +142,8 @@ def occupancy(threads: int, registers: int, smem_bytes: int = 0, lim: ArchLimits
     smem_alloc = _round_up(smem_bytes, lim.smem_alloc_unit) + lim.smem_reserved_per_block
     if smem_bytes > lim.smem_per_block_optin:
         by_smem = 0
+    elif smem_alloc == 0:  # no shared memory and no reservation: shared memory does not limit
+        by_smem = lim.blocks_per_sm
     else:
         by_smem = lim.smem_per_sm // smem_alloc
 
