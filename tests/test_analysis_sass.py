@@ -99,8 +99,9 @@ def test_stage_cubins_hold_gemmlab_copy_and_it_is_left_out():
     assert len(own) < sum(len(v) for v in sass.functions(ck.cubin).values())
     info = sass.inspect(ck.cubin, ck.name)
     assert info["kernel"] == ck.name
-    # s01's K loop is unrolled by 4 inside the batch loop: the main loop is the unrolled K loop
-    assert info["main_loop_ffma"] == 4 and info["main_loop_mix"]["LDG"] == 8
+    # s01's K loop is unrolled `unroll` times: one FFMA and two loads per k in the main loop
+    unroll = spec.default_config["unroll"]
+    assert info["main_loop_ffma"] == unroll and info["main_loop_mix"]["LDG"] == 2 * unroll
 
 
 def test_mix_classes():

@@ -3,6 +3,10 @@
 // walks K one slice at a time; every thread still computes one element of D, but the A row and
 // B column it needs now come from shared memory, where the block's other threads reuse them.
 // Global reads per output fall from 2K (s01) to K/BLOCK_N + K/BLOCK_M; shared reads stay 2K.
+// Latency: each slice waits at a barrier for its global loads, and nothing in the block can
+// compute meanwhile, so the spec asks __launch_bounds__(1024, min_blocks = 2): 32 registers, two
+// blocks per SM, one computing while the other waits (one block per SM at the 56 registers
+// ptxas takes unbounded).
 #pragma once
 #include "common.cuh"
 #include "slice_load.cuh"

@@ -4,7 +4,9 @@
 // THREAD_M multiply-adds: 9 shared loads per 8 FFMA, down from 2 per FFMA in s02 (001's ledger:
 // per output K/32 global and 9K/8 shared reads). s03's 8x8 square needs only 1/4, which is why
 // s05 goes back to a square, with explicit register fragments. BLOCK_M = BLOCK_N = 64,
-// BLOCK_K = 8, 512 threads.
+// BLOCK_K = 8, 512 threads; __launch_bounds__(512, 4) by default (spec parameter min_blocks):
+// 32 registers, four blocks per SM, so that while one block waits at its barrier for the next
+// slice from global memory the other three compute (there is no other latency hiding here).
 #pragma once
 #include "common.cuh"
 #include "slice_load.cuh"
@@ -42,24 +44,32 @@ struct S04ThreadTiling1D {
 #pragma unroll
         for (int i = 0; i < THREAD_M; ++i) acc[i] = 0.0f;
 
+        // The tile's extent, clamped to 32-bit once (fewer 64-bit values live across the loop).
+        const int rows_in = args.M - row0 < BLOCK_M ? (int)(args.M - row0) : BLOCK_M;
+        const int cols_in = args.N - col0 < BLOCK_N ? (int)(args.N - col0) : BLOCK_N;
         const float* a_slice = args.A + row0 * args.a_row_stride;  // A[row0][k0]
         const float* b_slice = args.B + col0 * args.b_col_stride;  // B[k0][col0]
         for (int64 k_left = args.K; k_left > 0; k_left -= BLOCK_K) {
-            ALoad::load(a_tile, a_slice, args.a_row_stride, args.a_col_stride, args.M - row0, k_left);
-            BLoad::load(b_tile, b_slice, args.b_row_stride, args.b_col_stride, k_left, args.N - col0);
+            ALoad::load(a_tile, a_slice, args.a_row_stride, args.a_col_stride, rows_in, k_left);
+            BLoad::load(b_tile, b_slice, args.b_row_stride, args.b_col_stride, k_left, cols_in);
             a_slice += BLOCK_K * args.a_col_stride;
             b_slice += BLOCK_K * args.b_row_stride;
             __syncthreads();
+            // The B elements of this thread's column: one shared load each, held in registers
+            // for THREAD_M uses. Then row by row (001's "version B" order: the same multiply-adds
+            // as k-outer, and after full unrolling the same loads, except that with k outer
+            // NVVM's load vectorizer leaves a_tile[row][7] of every row to a separate scalar
+            // reload, 8 extra LDS per slice; row by row each a_tile row is exactly 2 LDS.128).
+            float b_value[BLOCK_K];
 #pragma unroll
-            for (int k = 0; k < BLOCK_K; ++k) {
-                const float b_value = b_tile[k][thread_col];  // one load, THREAD_M uses
+            for (int k = 0; k < BLOCK_K; ++k) b_value[k] = b_tile[k][thread_col];
 #pragma unroll
-                for (int i = 0; i < THREAD_M; ++i) acc[i] += a_tile[thread_row + i][k] * b_value;
-            }
+            for (int i = 0; i < THREAD_M; ++i)
+#pragma unroll
+                for (int k = 0; k < BLOCK_K; ++k) acc[i] += a_tile[thread_row + i][k] * b_value[k];
             __syncthreads();  // the next slice overwrites the tiles
         }
-        const int rows_in = args.M - row0 < BLOCK_M ? (int)(args.M - row0) : BLOCK_M;
-        if (col0 + thread_col < args.N) {
+        if (thread_col < cols_in) {
 #pragma unroll
             for (int i = 0; i < THREAD_M; ++i) {
                 if (thread_row + i >= rows_in) break;  // rows grow with i

@@ -14,16 +14,21 @@ class SmemTiling(StageSpec):
     def threads(self, cfg):
         return cfg["block_m"] * cfg["block_n"]
 
+    def min_blocks_per_sm(self, cfg):
+        return cfg["min_blocks"]
+
     def constraints(self, cfg):
         bm, bn, bk = cfg["block_m"], cfg["block_n"], cfg["block_k"]
-        if min(bm, bn, bk) < 1:
-            return ["block_m, block_n and block_k must be positive"]
+        if min(bm, bn, bk, cfg["min_blocks"]) < 1:
+            return ["block_m, block_n, block_k and min_blocks must be positive"]
         t = bm * bn
         out = []
         if bn % 32:
             out.append(f"block_n = {bn} must be a multiple of 32 (a warp spans one row of D)")
         if t > 1024:
             out.append(f"block_m*block_n = {t} threads, must be at most 1024")
+        elif t * cfg["min_blocks"] > 2048:
+            out.append(f"min_blocks ({cfg['min_blocks']}) blocks of {t} threads exceed 2048 threads per SM")
         if out:
             return out
         return (slice_load_rules("A slice (block_m x block_k)", bm, bk, t, bk)
@@ -56,7 +61,9 @@ STAGE = SmemTiling(
     notes="001 (kernel 3), 002",
     params=(Param("block_m", 32, "rows of D per block"),
             Param("block_n", 32, "columns of D per block (a multiple of 32)"),
-            Param("block_k", 32, "depth of the A and B slices in shared memory (a multiple of block_m and block_n)")),
+            Param("block_k", 32, "depth of the A and B slices in shared memory (a multiple of block_m and block_n)"),
+            Param("min_blocks", 2, "blocks per SM that __launch_bounds__ asks registers for "
+                  "(2: at most 32 registers, two 1024-thread blocks per SM)")),
     sass=("STS", "LDS", "BAR", "FFMA"),
     expected_pct_cublas=(25, 40),  # 000 §12.2 "Shared Memory Tiling"
 )
