@@ -35,10 +35,10 @@ STAGE = Naive(
     name="naive",
     adds="one thread per C element, coalesced along N",
     notes="000 §3",
-    params=(Param("block_m", 32, "rows of D per block (warps sharing each B line in L1)"),
+    params=(Param("block_m", 8, "rows of D per block (warps sharing each B line in L1)"),
             Param("block_n", 32, "columns of D per block"),
             Param("unroll", 16, "k steps per trip of the K loop, all their loads issued first"),
-            Param("min_blocks", 1, "blocks per SM that __launch_bounds__ asks registers for")),
+            Param("min_blocks", 4, "blocks per SM that __launch_bounds__ asks registers for")),
     sass=("FFMA", "LDG"),
     expected_pct_cublas=None,
 )
