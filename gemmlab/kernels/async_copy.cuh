@@ -72,6 +72,12 @@ __device__ __forceinline__ void mbarrier_wait(unsigned bar, unsigned parity) {
         : "memory");
 }
 
+// Named barrier `id` (1..15; 0 is __syncthreads) for `threads` threads (a multiple of 32): lets a
+// subset of warps, e.g. the consumers of a warp-specialized kernel, synchronise among themselves.
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
 // ---- TMA (sm_90) -----------------------------------------------------------------------------
 // The driver's CUtensorMap: 128 opaque bytes, 64-byte aligned. Passed as a
 // `const __grid_constant__` kernel parameter so the TMA unit reads it from parameter space.

@@ -20,13 +20,20 @@
 namespace gemmlab {
 
 template <int BLOCK_M_, int BLOCK_N_, int BLOCK_K_, int WARP_M_, int WARP_N_, int K_UNROLL_, bool A_SWIZZLE_,
-          int STAGES_, bool A_K_MAJOR_, bool B_N_MAJOR_>
+          int STAGES_, bool PRODUCER_WARP_, bool CONSUMER_SYNC_, bool A_K_MAJOR_, bool B_N_MAJOR_>
 struct S11Tma {
     using Core = WarpTileCore<BLOCK_M_, BLOCK_N_, BLOCK_K_, WARP_M_, WARP_N_, K_UNROLL_, A_SWIZZLE_, A_K_MAJOR_,
                               B_N_MAJOR_>;
     static constexpr int BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_, BLOCK_K = BLOCK_K_;
     static constexpr int STAGES = STAGES_;
-    static constexpr int THREADS = Core::THREADS;
+    // Consumer warps 0..CONSUMERS/32-1 compute (WarpTileCore's warp numbering); with PRODUCER_WARP
+    // one more warp, the last, only issues the copies.
+    static constexpr bool PRODUCER_WARP = PRODUCER_WARP_;
+    static constexpr int CONSUMERS = Core::THREADS;
+    static constexpr int CONSUMER_WARPS = CONSUMERS / 32;
+    static constexpr int THREADS = CONSUMERS + (PRODUCER_WARP ? 32 : 0);
+    static constexpr int PRODUCER_THREAD = PRODUCER_WARP ? CONSUMERS : 0;
+    static_assert(THREADS <= 1024, "consumer threads + the producer warp must be at most 1024");
     static_assert(STAGES >= 2 && STAGES <= 16, "stages must be 2..16");
     static_assert(BLOCK_M <= 256 && BLOCK_N <= 256, "a TMA box is at most 256 elements per dimension");
 
@@ -52,15 +59,15 @@ struct S11Tma {
         auto empty_bar = [&](int s) { return bars + 8u * (STAGES + s); };
         const float* a_tiles = reinterpret_cast<const float*>(aligned);
         const float* b_tiles = reinterpret_cast<const float*>(aligned + STAGES * A_STAGE_BYTES);
-        const bool producer = threadIdx.x == 0;
+        const bool producer = threadIdx.x == PRODUCER_THREAD;
 
         if (producer) {
             async::prefetch_descriptor(&a_map);
             async::prefetch_descriptor(&b_map);
 #pragma unroll
             for (int s = 0; s < STAGES; ++s) {
-                async::mbarrier_init(full_bar(s), 1);
-                async::mbarrier_init(empty_bar(s), THREADS);
+                async::mbarrier_init(full_bar(s), 1);                // the producer's expect_tx
+                async::mbarrier_init(empty_bar(s), CONSUMER_WARPS);  // lane 0 of each consumer warp
             }
             async::fence_barrier_init();
         }
@@ -91,8 +98,32 @@ struct S11Tma {
             }
         };
 
-        if (producer) {
-            for (int t = 0; t < STAGES && t < num_tiles; ++t) issue(t, t);
+        // Tile t lives in stage t % STAGES; its full/empty phases there have parity (t / STAGES) & 1.
+        if constexpr (PRODUCER_WARP) {
+            if (threadIdx.x >= CONSUMERS) {
+                // The producer warp: one lane streams every tile, each as soon as its stage is free
+                // (tile t >= STAGES reuses the stage of tile t - STAGES: wait for that tile's empty
+                // phase, parity ((t / STAGES) - 1) & 1). It never waits for a slow consumer warp
+                // unless the ring is full, and no consumer waits for it to finish a tile.
+                if (producer) {
+                    int stage = 0;
+                    unsigned phase = 0;
+                    for (int t = 0; t < num_tiles; ++t) {
+                        if (t >= STAGES) async::mbarrier_wait(empty_bar(stage), phase ^ 1u);
+                        issue(t, stage);
+                        if (++stage == STAGES) {
+                            stage = 0;
+                            phase ^= 1u;
+                        }
+                    }
+                }
+                __syncwarp();  // reconverge before the wrapper's __syncthreads (batched problems)
+                return;
+            }
+        } else {
+            if (producer) {
+                for (int t = 0; t < STAGES && t < num_tiles; ++t) issue(t, t);
+            }
         }
 
         const Core core;
@@ -102,21 +133,28 @@ struct S11Tma {
 #pragma unroll
             for (int j = 0; j < Core::THREAD_N; ++j) acc[i][j] = 0.0f;
 
-        // Tile t lives in stage t % STAGES; its full/empty phases there have parity (t / STAGES) & 1.
+        const bool warp_leader = threadIdx.x % 32 == 0;
         int stage = 0;
         unsigned phase = 0;
         int prev_stage = STAGES - 1;
         unsigned prev_phase = 1;  // (t-1) / STAGES parity as seen from t = 0, never used there
         for (int t = 0; t < num_tiles; ++t) {
-            // Refill the stage of tile t-1 with tile t-1+STAGES once every thread has read it.
-            // The producer has just read it itself, so it waits only for slower warps.
-            if (producer && t > 0 && t - 1 + STAGES < num_tiles) {
-                async::mbarrier_wait(empty_bar(prev_stage), prev_phase);
-                issue(t - 1 + STAGES, prev_stage);
+            if constexpr (!PRODUCER_WARP) {
+                // Thread 0 refills the stage of tile t-1 with tile t-1+STAGES once every warp has
+                // read it. Its own warp has just read it, so it waits only for slower warps.
+                if (producer && t > 0 && t - 1 + STAGES < num_tiles) {
+                    async::mbarrier_wait(empty_bar(prev_stage), prev_phase);
+                    issue(t - 1 + STAGES, prev_stage);
+                }
             }
+            // Optional: keep the consumer warps in step (as s10's __syncthreads does); barrier 1,
+            // consumer threads only, so the producer warp never takes part.
+            if constexpr (CONSUMER_SYNC_) async::named_barrier_sync(1, CONSUMERS);
             async::mbarrier_wait(full_bar(stage), phase);
             core.multiply(acc, a_tiles + stage * (A_STAGE_BYTES / 4), b_tiles + stage * (B_STAGE_BYTES / 4));
-            async::mbarrier_arrive(empty_bar(stage));
+            // Release the stage: one arrival per warp, after all its lanes' reads (__syncwarp orders them).
+            __syncwarp();
+            if (warp_leader) async::mbarrier_arrive(empty_bar(stage));
             prev_stage = stage;
             prev_phase = phase;
             if (++stage == STAGES) {

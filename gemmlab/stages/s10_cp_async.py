@@ -66,8 +66,12 @@ def operands_vec_aligned(p: Problem) -> bool:
 
 
 class CpAsync(StageSpec):
-    def threads(self, cfg):
+    def consumer_threads(self, cfg) -> int:
+        """The threads of the warp tiling (WarpTileCore::THREADS); s11 may add a producer warp."""
         return (cfg["block_m"] // cfg["warp_m"]) * (cfg["block_n"] // cfg["warp_n"]) * 32
+
+    def threads(self, cfg):
+        return self.consumer_threads(cfg)
 
     def thread_tile(self, cfg) -> tuple[int, int]:
         return cfg["warp_m"] // LANES_M, cfg["warp_n"] // LANES_N
@@ -84,7 +88,7 @@ class CpAsync(StageSpec):
         if bk not in (8, 16, 32):
             out.append(f"block_k={bk} must be 8, 16 or 32 (one 32/64/128-byte swizzle span per [x][k] row)")
         if not out:
-            t = self.threads(cfg)
+            t = self.consumer_threads(cfg)
             if not 32 <= t <= 1024:
                 out.append(f"threads = (block_m/warp_m)*(block_n/warp_n)*32 = {t} must be 32..1024")
             tm, tn = self.thread_tile(cfg)
@@ -108,7 +112,7 @@ class CpAsync(StageSpec):
     def copy_constraints(self, cfg) -> list[str]:
         """TileCopier's static_asserts: every tile copy splits evenly over the threads."""
         out = []
-        t = self.threads(cfg)
+        t = self.consumer_threads(cfg)
         bm, bn, bk = cfg["block_m"], cfg["block_n"], cfg["block_k"]
         for unit in (4, 1):
             for name, inners in (("A", (bk, bm)), ("B", (bn, bk))):

@@ -82,10 +82,19 @@ def tma_problems(cfg, problem: Problem) -> list[str]:
 class Tma(CpAsync):
     max_stages = 16
 
+    def threads(self, cfg):
+        """Consumer threads (the warp tiling) plus the producer warp when ``producer_warp`` is 1."""
+        return self.consumer_threads(cfg) + 32 * cfg.get("producer_warp", 0)
+
     def constraints(self, cfg):
         out = super().constraints(cfg)
         if cfg["block_m"] > 256 or cfg["block_n"] > 256:
             out.append(f"block {cfg['block_m']}x{cfg['block_n']}: a TMA box is at most 256 per dimension")
+        for key in ("producer_warp", "consumer_sync"):
+            if cfg.get(key, 0) not in (0, 1):
+                out.append(f"{key}={cfg[key]} must be 0 or 1")
+        if not out and self.threads(cfg) > 1024:
+            out.append(f"threads = consumers + producer warp = {self.threads(cfg)} must be at most 1024")
         return out
 
     def smem_bytes(self, cfg, variant):
@@ -102,7 +111,8 @@ class Tma(CpAsync):
     def template(self, cfg, variant):
         b = lambda x: "true" if x else "false"  # noqa: E731
         return (f"gemmlab::S11Tma<{cfg['block_m']}, {cfg['block_n']}, {cfg['block_k']}, {cfg['warp_m']}, "
-                f"{cfg['warp_n']}, {cfg['k_unroll']}, {b(cfg['a_swizzle'])}, {cfg['stages']}, {b(variant['a_k_major'])}, {b(variant['b_n_major'])}>")
+                f"{cfg['warp_n']}, {cfg['k_unroll']}, {b(cfg['a_swizzle'])}, {cfg['stages']}, {b(cfg['producer_warp'])}, "
+                f"{b(cfg['consumer_sync'])}, {b(variant['a_k_major'])}, {b(variant['b_n_major'])}>")
 
     # ---- problems TMA cannot take ----------------------------------------------------------
     def fallback(self, cfg, problem):
@@ -165,6 +175,9 @@ STAGE = Tma(
         Param("a_swizzle", 1, "1: row-major A as As[m][k] XOR-swizzled, a thread's rows 4 apart; 0: plain, groups of 4 rows"),
         Param("stages", 4, "shared-memory stages in flight (full/empty mbarrier pair each)"),
         Param("group_m", 8, "tile rows per L2 group in the block order"),
+        Param("producer_warp", 1, "1: a dedicated producer warp issues the TMA copies (block = consumer warps + 1); "
+                                  "0: thread 0 of warp 0 issues them between its own tiles"),
+        Param("consumer_sync", 0, "1: the consumer warps also meet at a named barrier every K tile (lockstep, as s10)"),
     ),
     sass=("UTMALDG", "SYNCS", "LDS.128", "FFMA"),
     sass_scalar=("UTMALDG", "SYNCS", "LDS.128", "FFMA"),
