@@ -215,7 +215,7 @@ def _contiguous_operands(prob: Problem, va, dev, stream_h, spec):
 
 def kernel_for(spec, cfg, variant, arch):
     name, src = generate(spec, cfg, variant)
-    return compile_cubin(src, name, arch)
+    return compile_cubin(src, name, spec.compile_arch(cfg, arch))
 
 
 def run_problem(spec, cfg, prob: Problem, dev: int, stream_h: int, *, variant=None):

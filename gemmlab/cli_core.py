@@ -51,7 +51,7 @@ def sass_report(stage_id: str, arch: str = "sm_90", config=None, scalar=False) -
     variant = variants[-1] if scalar else variants[0]
     ck = kernel_for(spec, cfg, variant, arch)
     info = sass.inspect(ck.cubin, ck.name)
-    return {"stage": spec.id, "arch": arch, "kernel": ck.name, "config": cfg, "variant": variant,
+    return {"stage": spec.id, "arch": ck.arch, "kernel": ck.name, "config": cfg, "variant": variant,
             **info, "_cubin": ck.cubin}
 
 

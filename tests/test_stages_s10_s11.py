@@ -41,8 +41,12 @@ def test_defaults_are_legal_and_fit():
     for spec in (S10, S11):
         cfg = spec.default_config
         assert spec.constraints(cfg) == []
-        assert spec.threads(cfg) == 256
+        assert spec.consumer_threads(cfg) == 256
         assert spec.thread_tile(cfg) == (16, 8)  # 128 accumulators per thread
+    assert S10.threads(S10.default_config) == 256
+    # s11: 8 consumer warps + a producer warpgroup (one warp issues, setmaxnreg moves the rest's registers)
+    assert S11.threads(S11.default_config) == 384
+    assert S11.threads(S11.config({"producer_warp": 0})) == 256
     assert S10.smem_bytes(S10.default_config, {}) == 3 * (128 + 256) * 32 * 4
     # s11: 1 KB alignment slack + 4 stages of 1 KB-aligned A and B boxes + 8 mbarriers
     assert S11.smem_bytes(S11.default_config, {}) == 1024 + 4 * (16384 + 32768) + 64
@@ -178,6 +182,56 @@ def test_operand_maps_batched_and_broadcast():
     p1 = Problem(1, 64, 5, 5, 1, 64, 1, 64, a_ptr=ALIGNED, b_ptr=ALIGNED, d_ptr=ALIGNED)
     assert s11_tma.operand_maps(cfg, p1)["a"][2][1] == 8
     assert not any("stride" in m for m in s11_tma.tma_problems(cfg, p1))
+
+
+# ---- s11 producer: a warpgroup (setmaxnreg, sm_90a), one warp, or thread 0 of warp 0 ------------
+@pytest.mark.parametrize("override,consumers,producers,arch", [
+    ({}, 256, 128, "sm_90a"),                                     # 8 consumer warps + a producer warpgroup
+    ({"producer_warp": 0}, 256, 0, "sm_90"),
+    ({"block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32}, 128, 128, "sm_90a"),
+    ({"block_m": 64, "block_n": 128, "warp_m": 64, "warp_n": 64}, 64, 32, "sm_90"),  # 2 warps: one producer warp
+])
+def test_s11_producer_geometry(override, consumers, producers, arch):
+    cfg = S11.config(override)
+    assert (S11.consumer_threads(cfg), S11.producer_threads(cfg)) == (consumers, producers)
+    assert S11.threads(cfg) == consumers + producers
+    assert S11.compile_arch(cfg, "sm_90") == arch
+    assert S11.compile_arch(cfg, "sm_100") == "sm_100"  # sm_90a code runs on 9.0 only
+    assert S10.compile_arch(S10.default_config, "sm_90") == "sm_90"
+
+
+def test_s11_producer_options_are_checked():
+    with pytest.raises(ConfigError, match="producer_warp=2 must be 0 or 1"):
+        S11.config({"producer_warp": 2})
+    with pytest.raises(ConfigError, match="consumer_sync=3 must be 0 or 1"):
+        S11.config({"consumer_sync": 3})
+
+
+def _launch_regs(threads):
+    """S11Tma::LAUNCH_REGS: what one SM sub-partition (16K registers) gives each of its warps."""
+    per_smsp = -(-(threads // 32) // 4)
+    return min(255, 16384 // (32 * per_smsp) // 8 * 8)
+
+
+@pytest.mark.parametrize("override", [{}, {"consumer_sync": 1}, {"block_k": 16, "stages": 8}, {"producer_warp": 0},
+                                      {"block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32}])
+def test_s11_compiles_without_spills_and_rebalances_registers(override):
+    """The producer warpgroup drops to 24 registers and the consumers rise to 240 (setmaxnreg). The
+    consumers' increase waits for registers in the block's pool, which holds threads x the launch
+    count: the kernel assumes ptxas launches it with exactly LAUNCH_REGS, so check that it does."""
+    from gemmlab.analysis import sass
+    from gemmlab.api import kernel_for
+
+    cfg = S11.config(override)
+    ck = kernel_for(S11, cfg, S11.variants(cfg)[0], "sm_90")
+    res = sass.resources(ck.cubin)
+    insns = sass.instructions(ck.cubin)
+    assert res["local_bytes"] == 0 and not sass.has_opcode(insns, "LDL") and not sass.has_opcode(insns, "STL")
+    rebalances = S11.producer_threads(cfg) == 128 and _launch_regs(S11.threads(cfg)) < 240
+    assert sass.has_opcode(insns, "USETMAXREG") == rebalances, (ck.name, sass.mix(insns))
+    if rebalances:
+        assert ck.arch == "sm_90a"
+        assert res["registers"] == _launch_regs(S11.threads(cfg)), res
 
 
 def test_extra_params_are_grid_constant_tensor_maps():
@@ -317,7 +371,7 @@ def test_s10_copies_and_fragment_reads_agree(index, block_k, a_swizzle):
 def test_s11_tma_boxes_and_fragment_reads_agree(index, block_k, a_swizzle):
     cfg = S11.config(dict(SMALL, block_k=block_k, a_swizzle=a_swizzle))
     variant = S11.variants(cfg)[index]
-    _check_reads(cfg, variant, _tma_image(cfg, variant, "a"), _tma_image(cfg, variant, "b"), S11.threads(cfg))
+    _check_reads(cfg, variant, _tma_image(cfg, variant, "a"), _tma_image(cfg, variant, "b"), S11.consumer_threads(cfg))
 
 
 def test_default_config_reads_agree():

@@ -24,7 +24,8 @@ from ..stages.base import Problem
 def thread_tile(spec, cfg: dict) -> tuple[int, int]:
     """(rm, rn): rows and columns of D one thread computes, from the config's names."""
     bm, bn = spec.block_tile(cfg)
-    outputs = max(1, bm * bn // max(1, spec.threads(cfg)))
+    computing = getattr(spec, "consumer_threads", spec.threads)(cfg)  # s11: not its producer warps
+    outputs = max(1, bm * bn // max(1, computing))
     rm = cfg["thread_m"] * cfg.get("warp_m_iter", 1) if "thread_m" in cfg else None
     rn = cfg["thread_n"] * cfg.get("warp_n_iter", 1) if "thread_n" in cfg else None
     if rn is None and "threads_n" in cfg:
@@ -121,7 +122,7 @@ def report(stage_id: str, config: dict | None = None, size: int = 4096, arch: st
             notes_check["why"] = {k: smem[k].get("why") for k in ("a_load", "b_load")}
 
     # traffic and intensity; the thread tile from the stage's own loads where they say it
-    outputs = bm * bn // max(1, threads)
+    outputs = bm * bn // max(1, getattr(spec, "consumer_threads", spec.threads)(cfg))
     from_addr = tile_from_addressing(accesses, outputs)
     if from_addr:
         rm, rn, k_steps = from_addr

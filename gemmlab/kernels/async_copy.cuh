@@ -78,6 +78,24 @@ __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
     asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
+// setmaxnreg (sm_90a): the executing warpgroup's per-thread register limit becomes N, registers
+// going to / coming from the block's pool (.inc waits until the pool has them). Every warp of the
+// warpgroup executes it, converged; the warpgroup must synchronise between two of them.
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() {
+    static_assert(N % 8 == 0 && N >= 24 && N <= 256, "setmaxnreg: a multiple of 8 in 24..256");
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+#endif
+}
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() {
+    static_assert(N % 8 == 0 && N >= 24 && N <= 256, "setmaxnreg: a multiple of 8 in 24..256");
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+#endif
+}
+
 // ---- TMA (sm_90) -----------------------------------------------------------------------------
 // The driver's CUtensorMap: 128 opaque bytes, 64-byte aligned. Passed as a
 // `const __grid_constant__` kernel parameter so the TMA unit reads it from parameter space.

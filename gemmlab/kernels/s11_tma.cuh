@@ -1,11 +1,16 @@
 // s11 tma (notes 000 §10.5): s10's warp-tiled SIMT FFMA core fed by Hopper's Tensor Memory
 // Accelerator instead of cp.async. What it adds over s10:
-//   - one elected thread issues two cp.async.bulk.tensor copies per K tile (one box of A, one of
-//     B); no other thread spends an issue slot on addresses, predicates or loads;
+//   - one thread issues two cp.async.bulk.tensor copies per K tile (one box of A, one of B); no
+//     consumer thread spends an issue slot on addresses, predicates or loads;
 //   - the M/N/K edges are zero-filled by the TMA unit (the boxes may hang off the matrix);
 //   - each stage has a "full" mbarrier (the producer's expect_tx; the copies complete the bytes)
-//     and an "empty" mbarrier (every thread arrives when it has read the stage), so there is no
-//     __syncthreads in the main loop and the producer never overwrites a stage still being read;
+//     and an "empty" mbarrier (lane 0 of every consumer warp arrives when its warp has read the
+//     stage), so the producer never overwrites a stage still being read;
+//   - PRODUCER_WARP (warp specialization): the producer is a warpgroup of its own after the
+//     consumer warps, and setmaxnreg moves its registers to the consumers (sm_90a). Without it,
+//     thread 0 of warp 0 issues between its own tiles, waiting for the slowest warp each time;
+//   - CONSUMER_SYNC: the consumer warps also meet at a named barrier every K tile, which keeps
+//     them in step as s10's __syncthreads does (mbarriers alone let them drift stages-1 tiles apart);
 //   - K-major A and B land in As[m][k] / Bs[n][k] with the TMA SWIZZLE_{32,64,128}B pattern
 //     that WarpTileCore reads conflict-free; the [k][x] layouts need none (see s10_cp_async.cuh).
 // The tensor maps are built on the host (stages/tensor_map.py) and passed as
@@ -26,14 +31,38 @@ struct S11Tma {
                               B_N_MAJOR_>;
     static constexpr int BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_, BLOCK_K = BLOCK_K_;
     static constexpr int STAGES = STAGES_;
-    // Consumer warps 0..CONSUMERS/32-1 compute (WarpTileCore's warp numbering); with PRODUCER_WARP
-    // one more warp, the last, only issues the copies.
+    // Consumer warps 0..CONSUMERS/32-1 compute (WarpTileCore's warp numbering). PRODUCER_WARP: the
+    // warps after them only feed the pipeline; one lane of the first issues every copy. They are a
+    // whole warpgroup when the consumers are whole warpgroups, so that setmaxnreg can hand the
+    // producers' registers to the consumers (a 9th warp alone would cap every thread at 168
+    // registers: 3 warps then share one SM sub-partition's 16K registers, and 128 accumulators spill).
     static constexpr bool PRODUCER_WARP = PRODUCER_WARP_;
     static constexpr int CONSUMERS = Core::THREADS;
     static constexpr int CONSUMER_WARPS = CONSUMERS / 32;
-    static constexpr int THREADS = CONSUMERS + (PRODUCER_WARP ? 32 : 0);
+    static constexpr int PRODUCER_THREADS = !PRODUCER_WARP ? 0 : CONSUMER_WARPS % 4 == 0 ? 128 : 32;
+    static constexpr int THREADS = CONSUMERS + PRODUCER_THREADS;
     static constexpr int PRODUCER_THREAD = PRODUCER_WARP ? CONSUMERS : 0;
-    static_assert(THREADS <= 1024, "consumer threads + the producer warp must be at most 1024");
+    static_assert(THREADS <= 1024, "consumer threads + the producer warps must be at most 1024");
+    // Registers (launch bounds THREADS, 1 block/SM): ptxas gives every thread LAUNCH_REGS, what one
+    // sub-partition (16K registers) holds for its ceil(warps/4) warps. With a producer warpgroup the
+    // producers drop to PRODUCER_REGS and the consumers take the rest of the block's pool, within
+    // their sub-partition (setmaxnreg: sm_90a, counts multiples of 8, at most 240 kept here).
+    static constexpr int WARPS_PER_SMSP = (THREADS / 32 + 3) / 4;
+    static constexpr int LAUNCH_REGS_RAW = 16384 / (32 * WARPS_PER_SMSP) / 8 * 8;
+    static constexpr int LAUNCH_REGS = LAUNCH_REGS_RAW > 255 ? 255 : LAUNCH_REGS_RAW;
+    static constexpr int PRODUCER_REGS = 24;
+    static constexpr int POOL_REGS =  // the block's registers left by the producers, per consumer thread
+        (THREADS * LAUNCH_REGS - PRODUCER_THREADS * PRODUCER_REGS) / CONSUMERS / 8 * 8;
+    static constexpr int SMSP_REGS =  // a sub-partition: CONSUMER_WARPS/4 consumer warps + 1 producer warp
+        (16384 / 32 - PRODUCER_REGS) / (CONSUMER_WARPS >= 4 ? CONSUMER_WARPS / 4 : 1) / 8 * 8;
+    static constexpr int CONSUMER_REGS = POOL_REGS < SMSP_REGS ? (POOL_REGS < 240 ? POOL_REGS : 240)
+                                                               : (SMSP_REGS < 240 ? SMSP_REGS : 240);
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    static constexpr bool SETMAXNREG_OK = true;
+#else
+    static constexpr bool SETMAXNREG_OK = false;  // plain sm_90 (or another arch): no setmaxnreg
+#endif
+    static constexpr bool REBALANCE = SETMAXNREG_OK && PRODUCER_THREADS == 128 && CONSUMER_REGS > LAUNCH_REGS;
     static_assert(STAGES >= 2 && STAGES <= 16, "stages must be 2..16");
     static_assert(BLOCK_M <= 256 && BLOCK_N <= 256, "a TMA box is at most 256 elements per dimension");
 
@@ -101,13 +130,15 @@ struct S11Tma {
         // Tile t lives in stage t % STAGES; its full/empty phases there have parity (t / STAGES) & 1.
         if constexpr (PRODUCER_WARP) {
             if (threadIdx.x >= CONSUMERS) {
-                // The producer warp: one lane streams every tile, each as soon as its stage is free
-                // (tile t >= STAGES reuses the stage of tile t - STAGES: wait for that tile's empty
-                // phase, parity ((t / STAGES) - 1) & 1). It never waits for a slow consumer warp
-                // unless the ring is full, and no consumer waits for it to finish a tile.
+                if constexpr (REBALANCE) async::setmaxnreg_dec<PRODUCER_REGS>();
+                // One lane streams every tile, each as soon as its stage is free: tile t >= STAGES
+                // reuses the stage of tile t - STAGES, whose empty phase has parity
+                // ((t / STAGES) - 1) & 1. It waits for a slow consumer warp only when the ring is
+                // full, and no consumer ever waits for it to finish a tile of its own.
                 if (producer) {
                     int stage = 0;
                     unsigned phase = 0;
+#pragma unroll 1  // small code: it must fit in PRODUCER_REGS registers
                     for (int t = 0; t < num_tiles; ++t) {
                         if (t >= STAGES) async::mbarrier_wait(empty_bar(stage), phase ^ 1u);
                         issue(t, stage);
@@ -117,9 +148,17 @@ struct S11Tma {
                         }
                     }
                 }
-                __syncwarp();  // reconverge before the wrapper's __syncthreads (batched problems)
+                __syncwarp();
+                // Back to the launch count (the wrapper's code after run() is compiled for it); the
+                // warpgroup must meet between two setmaxnreg. The increase waits until the consumers
+                // have released theirs.
+                if constexpr (REBALANCE) {
+                    async::named_barrier_sync(2, PRODUCER_THREADS);
+                    async::setmaxnreg_inc<LAUNCH_REGS>();
+                }
                 return;
             }
+            if constexpr (REBALANCE) async::setmaxnreg_inc<CONSUMER_REGS>();
         } else {
             if (producer) {
                 for (int t = 0; t < STAGES && t < num_tiles; ++t) issue(t, t);
@@ -148,7 +187,7 @@ struct S11Tma {
                 }
             }
             // Optional: keep the consumer warps in step (as s10's __syncthreads does); barrier 1,
-            // consumer threads only, so the producer warp never takes part.
+            // consumer threads only, so the producer warps never take part.
             if constexpr (CONSUMER_SYNC_) async::named_barrier_sync(1, CONSUMERS);
             async::mbarrier_wait(full_bar(stage), phase);
             core.multiply(acc, a_tiles + stage * (A_STAGE_BYTES / 4), b_tiles + stage * (B_STAGE_BYTES / 4));
@@ -163,6 +202,10 @@ struct S11Tma {
             }
         }
         core.store(args, row0, col0, acc);
+        if constexpr (REBALANCE) {
+            async::named_barrier_sync(1, CONSUMERS);
+            async::setmaxnreg_dec<LAUNCH_REGS>();
+        }
     }
 };
 

@@ -141,6 +141,10 @@ class StageSpec:
     def group_m(self, cfg: dict) -> int:
         return cfg.get("group_m", 1)
 
+    def compile_arch(self, cfg: dict, arch: str) -> str:
+        """The target to compile for on a device of ``arch`` (e.g. "sm_90a" for sm_90-only features)."""
+        return arch
+
     # ---- instantiation -------------------------------------------------------------------
     def variants(self, cfg: dict) -> list[dict]:
         """Every instantiation this config can produce (CI compiles them all)."""

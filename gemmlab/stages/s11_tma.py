@@ -1,5 +1,7 @@
 """s11 tma (notes 000 §10.5): s10's warp-tiled SIMT FFMA core fed by Hopper TMA bulk tensor
-copies that complete on mbarriers (full/empty pair per stage, one elected producer thread).
+copies that complete on mbarriers (full/empty pair per stage). By default a producer warpgroup
+issues the copies (warp specialization; setmaxnreg, so the kernel is compiled for sm_90a) and
+the consumer warps meet at a named barrier every K tile (``producer_warp``, ``consumer_sync``).
 
 Variants: the shared layout per operand, as in s10 (``a_k_major``, ``b_n_major``); all four
 layouts (nn, nt, tn, tt) run on TMA. A problem TMA cannot describe goes to s10 (``fallback``):
@@ -82,9 +84,20 @@ def tma_problems(cfg, problem: Problem) -> list[str]:
 class Tma(CpAsync):
     max_stages = 16
 
+    def producer_threads(self, cfg) -> int:
+        """S11Tma::PRODUCER_THREADS: a warpgroup when the consumers are whole warpgroups (setmaxnreg
+        moves registers per warpgroup), else one warp; 0 without ``producer_warp``."""
+        if not cfg.get("producer_warp", 0):
+            return 0
+        return 128 if self.consumer_threads(cfg) % 128 == 0 else 32
+
     def threads(self, cfg):
-        """Consumer threads (the warp tiling) plus the producer warp when ``producer_warp`` is 1."""
-        return self.consumer_threads(cfg) + 32 * cfg.get("producer_warp", 0)
+        return self.consumer_threads(cfg) + self.producer_threads(cfg)
+
+    def compile_arch(self, cfg, arch):
+        # setmaxnreg (the producer warpgroup's registers to the consumers) needs the sm_90a target;
+        # such a cubin runs on compute capability 9.0 only, which is what arch "sm_90" means here.
+        return "sm_90a" if arch == "sm_90" and self.producer_threads(cfg) == 128 else arch
 
     def constraints(self, cfg):
         out = super().constraints(cfg)
@@ -163,7 +176,8 @@ def s10_config_for(cfg) -> dict:
 STAGE = Tma(
     id="s11",
     name="tma",
-    adds="Hopper TMA bulk tensor loads completing on mbarriers (full/empty per stage), SIMT FFMA compute",
+    adds="Hopper TMA bulk tensor loads completing on mbarriers (full/empty per stage), issued by a producer "
+         "warpgroup (warp specialization, setmaxnreg), SIMT FFMA compute",
     notes="000 §10.5",
     params=(
         Param("block_m", 128, "rows of D per block (TMA box, at most 256)"),
@@ -175,9 +189,10 @@ STAGE = Tma(
         Param("a_swizzle", 1, "1: row-major A as As[m][k] XOR-swizzled, a thread's rows 4 apart; 0: plain, groups of 4 rows"),
         Param("stages", 4, "shared-memory stages in flight (full/empty mbarrier pair each)"),
         Param("group_m", 8, "tile rows per L2 group in the block order"),
-        Param("producer_warp", 1, "1: a dedicated producer warp issues the TMA copies (block = consumer warps + 1); "
-                                  "0: thread 0 of warp 0 issues them between its own tiles"),
-        Param("consumer_sync", 0, "1: the consumer warps also meet at a named barrier every K tile (lockstep, as s10)"),
+        Param("producer_warp", 1, "1: a producer warpgroup (one warp issues the TMA copies; setmaxnreg gives its "
+                                  "registers to the consumers); 0: thread 0 of warp 0 issues them between its own tiles"),
+        Param("consumer_sync", 1, "1: the consumer warps also meet at a named barrier every K tile (lockstep, as s10); "
+                                  "0: only the full/empty mbarriers couple them (up to stages-1 tiles of drift)"),
     ),
     sass=("UTMALDG", "SYNCS", "LDS.128", "FFMA"),
     sass_scalar=("UTMALDG", "SYNCS", "LDS.128", "FFMA"),
