@@ -37,6 +37,12 @@ def test_constraints_name_the_rule(spec, override, message):
         spec.config(override)
 
 
+# The producer warpgroup with setmaxnreg (producer_warp=1) spills under NVRTC 13.0, the H200's
+# compiler, so the default is producer_warp=0 with the plain A layout; these tests pin the warpgroup
+# layout explicitly where that is what they check.
+WARPGROUP = {"producer_warp": 1, "a_swizzle": 1}
+
+
 def test_defaults_are_legal_and_fit():
     for spec in (S10, S11):
         cfg = spec.default_config
@@ -45,8 +51,8 @@ def test_defaults_are_legal_and_fit():
         assert spec.thread_tile(cfg) == (16, 8)  # 128 accumulators per thread
     assert S10.threads(S10.default_config) == 256
     # s11: 8 consumer warps + a producer warpgroup (one warp issues, setmaxnreg moves the rest's registers)
-    assert S11.threads(S11.default_config) == 384
-    assert S11.threads(S11.config({"producer_warp": 0})) == 256
+    assert S11.threads(S11.config(WARPGROUP)) == 384
+    assert S11.threads(S11.default_config) == 256
     assert S10.smem_bytes(S10.default_config, {}) == 3 * (128 + 256) * 32 * 4
     # s11: 1 KB alignment slack + 4 stages of 1 KB-aligned A and B boxes + 8 mbarriers
     assert S11.smem_bytes(S11.default_config, {}) == 1024 + 4 * (16384 + 32768) + 64
@@ -152,7 +158,7 @@ def test_tensor_map_rules():
 
 @pytest.mark.parametrize("layout", ["nn", "nt", "tn", "tt"])
 def test_operand_maps(layout):
-    cfg = S11.default_config
+    cfg = S11.config(WARPGROUP)  # a_swizzle=1: the 128-byte swizzled A box
     M, N, K = 300, 260, 100
     maps = s11_tma.operand_maps(cfg, dense(M, N, K, layout))
     a_ptr, a_shape, a_strides, a_box, a_swizzle = maps["a"]
@@ -186,10 +192,10 @@ def test_operand_maps_batched_and_broadcast():
 
 # ---- s11 producer: a warpgroup (setmaxnreg, sm_90a), one warp, or thread 0 of warp 0 ------------
 @pytest.mark.parametrize("override,consumers,producers,arch", [
-    ({}, 256, 128, "sm_90a"),                                     # 8 consumer warps + a producer warpgroup
+    (WARPGROUP, 256, 128, "sm_90a"),                              # 8 consumer warps + a producer warpgroup
     ({"producer_warp": 0}, 256, 0, "sm_90"),
-    ({"block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32}, 128, 128, "sm_90a"),
-    ({"block_m": 64, "block_n": 128, "warp_m": 64, "warp_n": 64}, 64, 32, "sm_90"),  # 2 warps: one producer warp
+    ({"block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32, "producer_warp": 1}, 128, 128, "sm_90a"),
+    ({"block_m": 64, "block_n": 128, "warp_m": 64, "warp_n": 64, "producer_warp": 1}, 64, 32, "sm_90"),  # 2 warps: one producer warp
 ])
 def test_s11_producer_geometry(override, consumers, producers, arch):
     cfg = S11.config(override)
@@ -402,7 +408,12 @@ def test_smem_accesses_shapes_and_banks():
                     assert width == 16 and len(addrs) == 32 and all(a % 16 == 0 for a in addrs)
                 # conflict-free: the bank model finds no more wavefronts than the ideal
                 res = banks.analyse_kind(acc[kind])
-                assert res["wavefronts"] == res["ideal"], (spec.id, variant, kind, res)
+                if kind == "a_load" and variant["a_k_major"] and cfg["a_swizzle"] == 0:
+                    # plain row-major As: two lanes of a quarter-warp share banks (2-way), the price of
+                    # the swizzle's extra address instructions (measured: as0 is faster on the H200)
+                    assert res["wavefronts"] == 2 * res["ideal"], (spec.id, variant, kind, res)
+                else:
+                    assert res["wavefronts"] == res["ideal"], (spec.id, variant, kind, res)
             if spec is S11:
                 assert acc["a_store"] == [] and acc["b_store"] == []
             else:

@@ -56,11 +56,22 @@ def tool(name: str) -> str:
 
 
 @functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=None)
+def _tool_env() -> dict:
+    """cuobjdump --dump-sass runs nvdisasm: point it at the one we found (the pip wheel's)."""
+    env = dict(os.environ)
+    try:
+        env.setdefault("NVDISASM_PATH", os.path.dirname(tool("nvdisasm")))
+    except ToolMissing:
+        pass
+    return env
+
+
 def _run_on_cubin(args: tuple, cubin: bytes) -> str:
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(cubin)
         f.flush()
-        r = subprocess.run([tool("cuobjdump"), *args, f.name], capture_output=True, text=True)
+        r = subprocess.run([tool("cuobjdump"), *args, f.name], capture_output=True, text=True, env=_tool_env())
     if r.returncode != 0:
         raise RuntimeError(f"cuobjdump {' '.join(args)} failed: {r.stderr.strip()}")
     return r.stdout

@@ -186,10 +186,10 @@ STAGE = Tma(
         Param("warp_m", 64, "rows of D per warp (thread tile rows = warp_m/4)"),
         Param("warp_n", 64, "columns of D per warp (thread tile columns = warp_n/8)"),
         Param("k_unroll", 2, "groups of 4 k unrolled per trip of the inner loop (divides block_k/4)"),
-        Param("a_swizzle", 1, "1: row-major A as As[m][k] XOR-swizzled, a thread's rows 4 apart; 0: plain, groups of 4 rows"),
+        Param("a_swizzle", 0, "1: row-major A as As[m][k] XOR-swizzled, a thread's rows 4 apart; 0: plain, groups of 4 rows"),
         Param("stages", 4, "shared-memory stages in flight (full/empty mbarrier pair each)"),
         Param("group_m", 8, "tile rows per L2 group in the block order"),
-        Param("producer_warp", 1, "1: a producer warpgroup (one warp issues the TMA copies; setmaxnreg gives its "
+        Param("producer_warp", 0, "1: a producer warpgroup (one warp issues the TMA copies; setmaxnreg gives its "
                                   "registers to the consumers); 0: thread 0 of warp 0 issues them between its own tiles"),
         Param("consumer_sync", 1, "1: the consumer warps also meet at a named barrier every K tile (lockstep, as s10); "
                                   "0: only the full/empty mbarriers couple them (up to stages-1 tiles of drift)"),
