@@ -1,0 +1,20 @@
+"""Small shapes of the given stages, for compute-sanitizer (memcheck, racecheck, synccheck).
+
+    compute-sanitizer --tool memcheck python3 scripts/sanitize.py s09 s10 s11
+"""
+import sys
+
+import torch
+
+import gemmlab
+from gemmlab.check import compare, reference
+
+for stage in sys.argv[1:] or ["s09", "s10", "s11"]:
+    for (M, N, K, layout) in ((129, 257, 67, "nn"), (200, 136, 72, "tn"), (256, 256, 96, "nt"), (64, 64, 1, "tt")):
+        a = torch.rand(K, M, device="cuda").t() if layout[0] == "t" else torch.rand(M, K, device="cuda")
+        b = torch.rand(N, K, device="cuda").t() if layout[1] == "t" else torch.rand(K, N, device="cuda")
+        c = torch.rand(M, N, device="cuda")
+        out = gemmlab.gemm(a, b, c, alpha=0.5, beta=3.0, stage=stage)
+        torch.cuda.synchronize()
+        r = compare(out, reference(a, b, c, 0.5, 3.0), K)
+        print(stage, M, N, K, layout, "ok" if r.correct else f"WRONG {r}", flush=True)
