@@ -191,7 +191,7 @@ STAGE = Tma(
         Param("group_m", 8, "tile rows per L2 group in the block order"),
         Param("producer_warp", 0, "1: a producer warpgroup (one warp issues the TMA copies; setmaxnreg gives its "
                                   "registers to the consumers); 0: thread 0 of warp 0 issues them between its own tiles"),
-        Param("consumer_sync", 1, "1: the consumer warps also meet at a named barrier every K tile (lockstep, as s10); "
+        Param("consumer_sync", 0, "1: the consumer warps also meet at a named barrier every K tile (lockstep, as s10); "
                                   "0: only the full/empty mbarriers couple them (up to stages-1 tiles of drift)"),
     ),
     sass=("UTMALDG", "SYNCS", "LDS.128", "FFMA"),
