@@ -176,8 +176,8 @@ def s10_config_for(cfg) -> dict:
 STAGE = Tma(
     id="s11",
     name="tma",
-    adds="Hopper TMA bulk tensor loads completing on mbarriers (full/empty per stage), issued by a producer "
-         "warpgroup (warp specialization, setmaxnreg), SIMT FFMA compute",
+    adds="Hopper TMA bulk tensor loads completing on mbarriers (full/empty per stage), issued by one thread "
+         "(or a producer warpgroup with setmaxnreg: producer_warp=1), SIMT FFMA compute",
     notes="000 §10.5",
     params=(
         Param("block_m", 128, "rows of D per block (TMA box, at most 256)"),
