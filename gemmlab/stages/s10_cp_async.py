@@ -245,7 +245,7 @@ STAGE = CpAsync(
         Param("warp_m", 64, "rows of D per warp (thread tile rows = warp_m/4)"),
         Param("warp_n", 64, "columns of D per warp (thread tile columns = warp_n/8)"),
         Param("k_unroll", 2, "groups of 4 k unrolled per trip of the inner loop (divides block_k/4)"),
-        Param("a_swizzle", 1, "1: row-major A as As[m][k] XOR-swizzled, a thread's rows 4 apart; 0: plain, groups of 4 rows"),
+        Param("a_swizzle", 0, "1: row-major A as As[m][k] XOR-swizzled, a thread's rows 4 apart; 0: plain, groups of 4 rows"),
         Param("stages", 3, "shared-memory buffers in the cp.async pipeline"),
         Param("group_m", 8, "tile rows per L2 group in the block order"),
     ),
