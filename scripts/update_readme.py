@@ -76,8 +76,10 @@ def main() -> int:
     parts += ladder_section(RES / "ladder-8192" / "ladder.json", "The ladder at 8192³")
     sweep = RES / "sweep" / "ladder.png"
     if sweep.is_file():
+        sweep_json = RES / "sweep" / "ladder.json"
+        commit = (report.load(sweep_json)["provenance"].get("git") or {}).get("commit")
         parts += ["### TFLOPS against size", "", f"![sweep]({sweep.relative_to(ROOT)})", "",
-                  f"(`{(RES / 'sweep' / 'ladder.json').relative_to(ROOT)}`)", ""]
+                  f"(`{sweep_json.relative_to(ROOT)}`, commit {commit})", ""]
     parts += bank_section() + ncu_section()
     readme = ROOT / "README.md"
     text = readme.read_text()
