@@ -68,21 +68,29 @@ def compiler_version() -> str:
     return _nvrtc_version() if _backend() == "nvrtc" else _nvcc_version()
 
 
+@functools.lru_cache(maxsize=1024)
+def _includes_of(text: str) -> tuple:
+    """The #include "..." names of one file's text (cached by content: this runs on every call)."""
+    return tuple(_INCLUDE_RE.findall(text))
+
+
 def included_headers(source: str, include_dirs=(KERNEL_DIR,)) -> dict[str, bytes]:
-    """Every header the source includes with #include "...", recursively: {name: contents}."""
+    """Every header the source includes with #include "...", recursively: {name: contents}.
+    Files are read on every call (so an edited header is seen at once); parsing is cached."""
     found: dict[str, bytes] = {}
-    todo = _INCLUDE_RE.findall(source)
+    todo = list(_includes_of(source))
     while todo:
         name = todo.pop()
         if name in found:
             continue
         for d in include_dirs:
-            p = Path(d) / name
-            if p.is_file():
-                data = p.read_bytes()
-                found[name] = data
-                todo.extend(_INCLUDE_RE.findall(data.decode("utf-8", "replace")))
-                break
+            try:
+                data = (Path(d) / name).read_bytes()
+            except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+                continue
+            found[name] = data
+            todo.extend(_includes_of(data.decode("utf-8", "replace")))
+            break
         else:
             raise CompileError(f'#include "{name}": not found in {[str(d) for d in include_dirs]}')
     return found
