@@ -15,7 +15,7 @@ from . import arrays, device as _device
 from .stages import get as _get_stage
 from .errors import ConfigError
 from .jit import compile_cubin, launch as _launch
-from .jit.source import generate
+from .jit.source import COMMON_PARAMS, generate
 from .stages.base import Problem
 
 INT32_MAX = 2**31 - 1
@@ -218,15 +218,15 @@ def kernel_for(spec, cfg, variant, arch):
     return compile_cubin(src, name, spec.compile_arch(cfg, arch))
 
 
-def run_problem(spec, cfg, prob: Problem, dev: int, stream_h: int, *, variant=None):
-    """Compile (cached) and launch ``spec`` at ``cfg`` on ``prob``; returns the CompiledKernel."""
+def plan_problem(spec, cfg, prob: Problem, dev: int, stream_h: int, *, variant=None) -> _launch.Launch:
+    """Compile (cached) what runs ``prob`` with ``spec`` at ``cfg`` (or the stage it falls back to)
+    and return the resolved launch, without enqueuing it."""
     other = spec.fallback(cfg, prob) if variant is None else None
     if other is not None:
-        return run_problem(other[0], other[1], prob, dev, stream_h)
+        return plan_problem(other[0], other[1], prob, dev, stream_h)
     spec.check_problem(cfg, prob)
     variant = spec.variant(cfg, prob) if variant is None else variant
-    arch = _device.arch(dev)
-    ck = kernel_for(spec, cfg, variant, arch)
+    ck = kernel_for(spec, cfg, variant, _device.arch(dev))
     grid = spec.grid(cfg, prob)
     if grid[0] > INT32_MAX:
         raise ConfigError(f"stage {spec.id}: {grid[0]} blocks exceed the grid limit; use a larger tile")
@@ -234,12 +234,18 @@ def run_problem(spec, cfg, prob: Problem, dev: int, stream_h: int, *, variant=No
         print(f"gemmlab: {prob.M}x{prob.N}x{prob.K} batch {prob.batch} -> {spec.id} {cfg} {variant} "
               f"kernel {ck.name} grid {grid}", file=sys.stderr)
     args = [np.uint64(prob.a_ptr), np.uint64(prob.b_ptr), np.uint64(prob.d_ptr)]
-    args += [np.int64(getattr(prob, f)) for f in ("M", "N", "K", "a_rs", "a_cs", "b_rs", "b_cs", "ldd")]
+    args += [np.int64(getattr(prob, f)) for f in COMMON_PARAMS]
     args += [np.float32(prob.alpha), np.float32(prob.beta)]
     args += [np.int64(prob.batch), np.int64(prob.a_bs), np.int64(prob.b_bs), np.int64(prob.d_bs)]
     args += spec.extra_args(cfg, variant, prob)
-    _launch.launch(ck, dev, stream_h, grid, spec.threads(cfg), spec.smem_bytes(cfg, variant), args)
-    return ck
+    return _launch.Launch(ck, dev, stream_h, tuple(grid), spec.threads(cfg), spec.smem_bytes(cfg, variant), args)
+
+
+def run_problem(spec, cfg, prob: Problem, dev: int, stream_h: int, *, variant=None):
+    """Compile (cached) and launch ``spec`` at ``cfg`` on ``prob``; returns the CompiledKernel that ran."""
+    plan = plan_problem(spec, cfg, prob, dev, stream_h, variant=variant)
+    plan.bind()()
+    return plan.ck
 
 
 _COPY_SRC = '#include "common.cuh"\n'

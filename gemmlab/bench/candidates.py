@@ -7,14 +7,13 @@ Every candidate can
 - ``check(M, N, K, layout)``: the correctness check on fresh inputs (alpha 0.5, beta 3.0, random
   C, NaN-poisoned output, float64 reference; gemmlab/check.py) -> ``check.CheckResult``.
 
-Stages are timed through ``api.run_problem`` (what ``gemmlab.gemm`` calls once the arguments are
-checked), so the timed region holds the kernel launch only. The launch sequence ``run_problem``
-makes is recorded once and replayed: the replay is the same kernel, grid, block, shared memory and
-arguments (TMA descriptors included), with none of the per-call Python work in between.
+Stages are timed through ``api.plan_problem`` (what ``gemmlab.gemm`` runs once the arguments are
+checked): it resolves the launch (kernel, grid, block, shared memory, arguments including TMA
+descriptors) once, and ``Launch.bind`` repeats exactly that launch, so the timed region holds the
+kernel launch only, with none of the per-call Python work in between.
 """
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, field
 
 from .. import check as _check
@@ -111,62 +110,6 @@ def check_callable(fn, M, N, K, layout) -> _check.CheckResult:
 
 # ---- gemmlab stages ----------------------------------------------------------------------
 
-@dataclass
-class _Launch:
-    ck: object
-    device: int
-    stream: int
-    grid: tuple
-    block: object
-    smem: int
-    args: list
-
-
-@contextlib.contextmanager
-def recorded_launches():
-    """Record every ``gemmlab.jit.launch.launch`` call made inside the block (they still run)."""
-    from ..jit import launch as launch_mod
-
-    real = launch_mod.launch
-    calls: list[_Launch] = []
-
-    def recording(ck, device_id, stream_handle, grid, block, smem, args):
-        calls.append(_Launch(ck, device_id, stream_handle, tuple(grid), block, int(smem), list(args)))
-        return real(ck, device_id, stream_handle, grid, block, smem, args)
-
-    launch_mod.launch = recording
-    try:
-        yield calls
-    finally:
-        launch_mod.launch = real
-
-
-def replayer(calls: list[_Launch]):
-    """A no-argument callable that repeats ``calls`` with cuda.core directly."""
-    from cuda.core import LaunchConfig, launch as cc_launch
-
-    from ..jit import launch as launch_mod
-
-    prepared = []
-    for c in calls:
-        kernel, _ = launch_mod.load(c.ck, c.device)
-        block = tuple(int(b) for b in c.block) if isinstance(c.block, (tuple, list)) else int(c.block)
-        cfg = LaunchConfig(grid=tuple(int(g) for g in c.grid), block=block, shmem_size=int(c.smem))
-        prepared.append((launch_mod.stream_object(c.stream), cfg, kernel, tuple(c.args)))
-
-    if len(prepared) == 1:
-        stream, cfg, kernel, args = prepared[0]
-
-        def one():
-            cc_launch(stream, cfg, kernel, *args)
-        return one
-
-    def many():
-        for stream, cfg, kernel, args in prepared:
-            cc_launch(stream, cfg, kernel, *args)
-    return many
-
-
 def _attr(obj, name):
     v = getattr(obj, name)
     return v() if callable(v) else v
@@ -192,15 +135,6 @@ def kernel_info(ck, device: int, threads: int, dynamic_smem: int) -> dict:
     except Exception:
         pass
     return info
-
-
-def _threads(block) -> int:
-    if isinstance(block, (tuple, list)):
-        n = 1
-        for b in block:
-            n *= int(b)
-        return n
-    return int(block)
 
 
 class StageCandidate(Candidate):
@@ -229,18 +163,13 @@ class StageCandidate(Candidate):
                        d_ptr=ops.out.data_ptr(), alpha=1.0, beta=0.0)
 
     def prepare(self, ops: Operands) -> Prepared:
-        from ..api import run_problem
+        from ..api import plan_problem
 
-        cfg = self.config
-        prob = self.problem(ops)
-        with recorded_launches() as calls:
-            ck = run_problem(self.spec, cfg, prob, ops.device, ops.stream_handle)
-        if not calls:
-            raise RuntimeError(f"stage {self.id}: run_problem launched nothing")
-        main = next((c for c in calls if c.ck.key == ck.key), calls[-1])
-        info = kernel_info(ck, ops.device, _threads(main.block), main.smem)
-        info.update(grid=list(main.grid), launches=len(calls), compile_seconds=round(ck.compile_seconds, 3),
+        plan = plan_problem(self.spec, self.config, self.problem(ops), ops.device, ops.stream_handle)
+        enqueue = plan.bind()
+        enqueue()  # the first launch, on the timed operands (checked by the caller)
+        ck = plan.ck
+        info = kernel_info(ck, ops.device, int(plan.block), plan.smem)
+        info.update(grid=list(plan.grid), launches=1, compile_seconds=round(ck.compile_seconds, 3),
                     fallback=not ck.name.startswith(f"gemmlab_{self.spec.id}_{self.spec.name}"))
-        if len(calls) > 1:
-            info["kernels"] = [c.ck.name for c in calls]
-        return Prepared(replayer(calls), ck.name, info)
+        return Prepared(enqueue, ck.name, info)

@@ -2,8 +2,7 @@
 from __future__ import annotations
 
 import threading
-
-import numpy as np
+from dataclasses import dataclass
 
 from .compiler import CompiledKernel
 
@@ -53,19 +52,35 @@ def stream_object(handle: int):
     return Stream.from_handle(int(handle))
 
 
+@dataclass
+class Launch:
+    """One kernel launch, fully resolved: what ``gemmlab.gemm`` enqueues and the benchmark repeats.
+    ``args`` are already converted (pointers as np.uint64, int64 as np.int64, float as np.float32)."""
+
+    ck: CompiledKernel
+    device: int
+    stream: int
+    grid: tuple
+    block: int
+    smem: int
+    args: list
+
+    def bind(self):
+        """A no-argument callable that enqueues this launch; the kernel is loaded, its shared-memory
+        limit raised and the launch config built once, so repeating it costs only the launch."""
+        from cuda.core import LaunchConfig, launch as cc_launch
+
+        kernel, _ = load(self.ck, self.device)
+        _raise_dynamic_smem(kernel, self.device, self.smem, (self.ck.key, self.device))
+        cfg = LaunchConfig(grid=tuple(int(g) for g in self.grid), block=int(self.block), shmem_size=int(self.smem))
+        stream, args = stream_object(self.stream), tuple(self.args)
+
+        def enqueue():
+            cc_launch(stream, cfg, kernel, *args)
+
+        return enqueue
+
+
 def launch(ck: CompiledKernel, device_id: int, stream_handle: int, grid, block, smem: int, args) -> None:
-    """Launch with ``args`` already converted (pointers as int, int64 as np.int64, float as np.float32)."""
-    from cuda.core import LaunchConfig, launch as cc_launch
-
-    kernel, _ = load(ck, device_id)
-    _raise_dynamic_smem(kernel, device_id, smem, (ck.key, device_id))
-    cfg = LaunchConfig(grid=tuple(int(g) for g in grid), block=tuple(int(b) for b in block) if isinstance(block, tuple) else int(block), shmem_size=int(smem))
-    cc_launch(stream_object(stream_handle), cfg, kernel, *args)
-
-
-def i64(x) -> np.int64:
-    return np.int64(x)
-
-
-def f32(x) -> np.float32:
-    return np.float32(x)
+    """Launch once (see :class:`Launch`)."""
+    Launch(ck, device_id, stream_handle, tuple(grid), int(block), int(smem), list(args)).bind()()
