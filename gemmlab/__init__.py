@@ -21,5 +21,16 @@ def stages():
 
 Config = dict  # a stage config is a plain {name: int} mapping; see stage.default_config
 
+
+def __getattr__(name):
+    # gemmlab.torch_ops (torch.ops.gemmlab.*) and gemmlab.nn (nn.Linear) need torch: they are
+    # imported on first use, so ``import gemmlab`` works without torch.
+    if name in ("torch_ops", "nn"):
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = ["gemm", "gemm_batched", "matmul", "stages", "Config", "CompileError", "ConfigError",
            "GemmlabError", "NoGPUError", "__version__"]

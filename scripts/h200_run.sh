@@ -32,6 +32,24 @@ for what in "$@"; do
     sweep)
       step "sweep"
       python3 -m gemmlab ladder --sizes 256..8192 --out "$RES/sweep" 2>&1 | tee "$RES/sweep.txt" | tail -40 ;;
+    tune)
+      step "tune (issue9 + squares, nn; ships gemmlab/tune/tables)"
+      python3 -m gemmlab tune --shapes all --layouts nn --ship 2>&1 | tee "$RES/tune.txt" | tail -40
+      cp gemmlab/tune/tables/*.json "$RES/" 2>/dev/null
+      summary+=("tune: $(tail -1 "$RES/tune.txt")") ;;
+    tune-layouts)
+      step "tune (issue9 + squares, nt tn tt)"
+      python3 -m gemmlab tune --shapes all --layouts nt,tn,tt --ship 2>&1 | tee "$RES/tune-layouts.txt" | tail -40
+      cp gemmlab/tune/tables/*.json "$RES/" 2>/dev/null ;;
+    sweep-auto)
+      step "sweep: tuned gemmlab vs cuBLAS vs Triton"
+      python3 -m gemmlab sweep --suite all --out "$RES/sweep-auto" 2>&1 | tee "$RES/sweep-auto.txt" | tail -45 ;;
+    overhead)
+      step "host overhead per call"
+      python3 -m gemmlab bench --overhead --out "$RES/overhead" 2>&1 | tee "$RES/overhead.txt" | tail -20 ;;
+    skinny)
+      step "skinny kernel bandwidth"
+      python3 .carry/skinny_bw.py 2>&1 | tee "$RES/skinny.txt" | tail -30 ;;
     probe)
       step "bank probe"
       python3 -m gemmlab bank-probe --out "$RES/bank-probe" 2>&1 | tee "$RES/bank-probe.txt" | tail -30 ;;

@@ -70,8 +70,37 @@ def ncu_section() -> list[str]:
     return lines + [""]
 
 
+def sweep_auto_section() -> list[str]:
+    path = RES / "sweep-auto" / "sweep.json"
+    if not path.is_file():
+        return []
+    doc = report.load(path)
+    rel = path.relative_to(ROOT)
+    png = path.with_suffix(".png")
+    lines = ["### stage=\"auto\" (tuned dispatch) against cuBLAS and Triton, by shape", "",
+             f"From `{rel}` (`gemmlab sweep --suite all`; `gemmlab report {rel} --markdown`). Kernel time "
+             "(CUDA events around the plan's launches: split-K's reduce and any repacking included), L2 flushed:", "",
+             report.markdown(doc).rstrip(), ""]
+    if png.is_file():
+        lines += [f"![sweep-auto]({png.relative_to(ROOT)})", ""]
+    return lines
+
+
+def overhead_section() -> list[str]:
+    path = RES / "overhead" / "overhead.json"
+    if not path.is_file():
+        return []
+    from gemmlab.bench import overhead
+
+    doc = json.loads(path.read_text())
+    rel = path.relative_to(ROOT)
+    return ["### Host time per call", "", f"From `{rel}` (`gemmlab bench --overhead`):", "", "```",
+            overhead.plain(doc).rstrip(), "```", ""]
+
+
 def main() -> int:
     parts = ["## Results on the H200", ""]
+    parts += sweep_auto_section() + overhead_section()
     parts += ladder_section(RES / "ladder-4096" / "ladder.json", "The ladder at 4096³")
     parts += ladder_section(RES / "ladder-8192" / "ladder.json", "The ladder at 8192³")
     sweep = RES / "sweep" / "ladder.png"

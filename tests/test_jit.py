@@ -42,7 +42,8 @@ def test_cache_hit_returns_same_cubin(tmp_path):
     assert cache.path(first.key).is_file()
 
 
-def test_key_changes_with_arch_source_and_included_header(tmp_path):
+def test_key_changes_with_arch_source_and_included_header(tmp_path, monkeypatch):
+    monkeypatch.setenv("GEMMLAB_DEV", "1")  # edits seen at once (else headers are read once per process)
     inc = tmp_path / "inc"
     inc.mkdir()
     (inc / "h.cuh").write_text('#include "g.cuh"\n#define SCALE 2.0f\n')
@@ -62,6 +63,19 @@ def test_key_changes_with_arch_source_and_included_header(tmp_path):
     (inc / "g.cuh").write_text("#define OFFSET 5.0f\n")
     b = compile_cubin(src, "kh", "sm_90", cache=cache, include_dirs=(inc,))
     assert not b.cached and a.key != b.key
+
+
+def test_headers_read_once_per_process_without_dev(tmp_path, monkeypatch):
+    monkeypatch.delenv("GEMMLAB_DEV", raising=False)
+    inc = tmp_path / "inc"
+    inc.mkdir()
+    (inc / "once.cuh").write_text("#define ONCE 1\n")
+    src = '#include "once.cuh"\n'
+    k1 = cache_key(src, "sm_90", options_for("sm_90", (inc,)), (inc,))
+    (inc / "once.cuh").write_text("#define ONCE 2\n")
+    assert cache_key(src, "sm_90", options_for("sm_90", (inc,)), (inc,)) == k1  # not re-read per call
+    monkeypatch.setenv("GEMMLAB_DEV", "1")
+    assert cache_key(src, "sm_90", options_for("sm_90", (inc,)), (inc,)) != k1  # GEMMLAB_DEV re-reads
 
 
 @pytest.mark.parametrize("damage", ["truncate", "garbage", "flip"])

@@ -7,10 +7,10 @@ Every candidate can
 - ``check(M, N, K, layout)``: the correctness check on fresh inputs (alpha 0.5, beta 3.0, random
   C, NaN-poisoned output, float64 reference; gemmlab/check.py) -> ``check.CheckResult``.
 
-Stages are timed through ``api.plan_problem`` (what ``gemmlab.gemm`` runs once the arguments are
-checked): it resolves the launch (kernel, grid, block, shared memory, arguments including TMA
-descriptors) once, and ``Launch.bind`` repeats exactly that launch, so the timed region holds the
-kernel launch only, with none of the per-call Python work in between.
+Stages are timed through ``api.prepare``: the plan ``gemmlab.gemm`` runs for these arrays (the
+kernels, their geometry and parameter buffers, TMA descriptors, workspace), bound to fixed
+pointers, so the timed region holds the plan's launches (one kernel, or several for split-K and
+repacking) and none of the per-call argument checking.
 """
 from __future__ import annotations
 
@@ -151,25 +151,42 @@ class StageCandidate(Candidate):
     def check(self, M, N, K, layout):
         return _check.check_stage(self.spec.id, M, N, K, layout, config=self.config)
 
-    def problem(self, ops: Operands):
-        from ..stages.base import Problem
+    def prepare(self, ops: Operands) -> Prepared:
+        from ..api import prepare
 
-        sa, sb = ops.a.stride(), ops.b.stride()
-        ldd = ops.out.stride(0)
-        if ops.M == 1:
-            ldd = -(-ops.N // 4) * 4  # as api.gemm does: one row's leading dimension is never used
-        return Problem(M=ops.M, N=ops.N, K=ops.K, a_rs=sa[0], a_cs=sa[1], b_rs=sb[0], b_cs=sb[1],
-                       ldd=ldd, batch=1, a_ptr=ops.a.data_ptr(), b_ptr=ops.b.data_ptr(),
-                       d_ptr=ops.out.data_ptr(), alpha=1.0, beta=0.0)
+        plan, enqueue = prepare(ops.a, ops.b, out=ops.out, stage=self.spec.id, config=self.config)
+        return _prepared(plan, enqueue, ops, self.spec)
+
+
+def _prepared(plan, enqueue, ops, spec=None) -> Prepared:
+    """Launch once (the caller checks the output) and describe what ran."""
+    enqueue()
+    ck = plan.ck
+    info = kernel_info(ck, ops.device, int(plan.main.block), plan.main.smem)
+    info.update(grid=list(plan.main.grid), launches=len(plan.steps),
+                compile_seconds=round(ck.compile_seconds, 3), plan=plan.describe())
+    if spec is not None:
+        info["fallback"] = not ck.name.startswith(f"gemmlab_{spec.id}_{spec.name}")
+    kernel = ck.name if len(plan.steps) == 1 else " + ".join(plan.kernels)
+    return Prepared(enqueue, kernel, info)
+
+
+class AutoCandidate(Candidate):
+    """gemmlab as a user calls it: stage="auto" (the tuned table, else the heuristic), through the
+    same plan ``gemmlab.gemm`` runs (split-K and repacking included)."""
+
+    def __init__(self):
+        super().__init__(id="tuned", name="gemmlab auto", kind="stage",
+                         adds="stage='auto': tuned table or waves heuristic, split-K, skinny kernel",
+                         notes="001, 000 §12")
+
+    def check(self, M, N, K, layout):
+        return _check.check_stage("auto", M, N, K, layout)
 
     def prepare(self, ops: Operands) -> Prepared:
-        from ..api import plan_problem
+        from ..api import prepare
 
-        plan = plan_problem(self.spec, self.config, self.problem(ops), ops.device, ops.stream_handle)
-        enqueue = plan.bind()
-        enqueue()  # the first launch, on the timed operands (checked by the caller)
-        ck = plan.ck
-        info = kernel_info(ck, ops.device, int(plan.block), plan.smem)
-        info.update(grid=list(plan.grid), launches=1, compile_seconds=round(ck.compile_seconds, 3),
-                    fallback=not ck.name.startswith(f"gemmlab_{self.spec.id}_{self.spec.name}"))
-        return Prepared(enqueue, ck.name, info)
+        plan, enqueue = prepare(ops.a, ops.b, out=ops.out, stage="auto")
+        prep = _prepared(plan, enqueue, ops)
+        self.config = plan.describe()
+        return prep

@@ -1,4 +1,5 @@
-"""Commands: ``ladder`` and ``bench`` (GPU), ``report`` (no GPU). See docs/benchmark.md."""
+"""Commands: ``ladder``, ``bench`` and ``sweep`` (GPU; ``bench --overhead``: gemmlab/bench/overhead.py),
+``report`` (no GPU). See docs/benchmark.md, docs/dispatch.md (sweep) and docs/torch.md."""
 from __future__ import annotations
 
 import re
@@ -24,14 +25,40 @@ def register(sub) -> None:
     _common(p)
     p.set_defaults(func=cmd_ladder)
 
-    p = sub.add_parser("bench", help="one shape, chosen stages vs cuBLAS (GPU)")
-    p.add_argument("M", type=int)
-    p.add_argument("N", type=int)
-    p.add_argument("K", type=int)
+    p = sub.add_parser("bench", help="one shape, chosen stages vs cuBLAS; or --overhead: the cost of a call (GPU)",
+                       description="gemmlab bench M N K: one shape, the chosen stages against the baselines. "
+                                   "gemmlab bench --overhead: host and end-to-end time per call of "
+                                   "gemmlab.matmul, torch.ops.gemmlab.mm and torch.mm at small sizes, and the "
+                                   "public API against torch.mm (and the kernel alone) at 4096³.")
+    p.add_argument("M", type=int, nargs="?")
+    p.add_argument("N", type=int, nargs="?")
+    p.add_argument("K", type=int, nargs="?")
     p.add_argument("--stage", action="append", dest="stage_list", metavar="S",
                    help="a stage id or name (repeat, or comma-separated); default every stage")
+    g = p.add_argument_group("--overhead", "the cost of one call (no M N K; --out writes overhead.json)")
+    g.add_argument("--overhead", action="store_true",
+                   help="time calls instead: host and end-to-end µs per call against torch.mm")
+    g.add_argument("--sizes", default=None,
+                   help="with --overhead: N for N³ problems, as for ladder --sizes (default 64,256,1024)")
+    g.add_argument("--calls", type=int, default=None,
+                   help="with --overhead: back-to-back calls per timed loop (default 500)")
+    g.add_argument("--repeats", type=int, default=None,
+                   help="with --overhead: timed loops per row, the median is reported (default 5)")
+    g.add_argument("--api-size", type=int, default=None,
+                   help="with --overhead: N of the api_vs_kernel row (default 4096; 0 leaves it out)")
     _common(p, stages_flag=False)
     p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("sweep", help="gemmlab's stage='auto' against cuBLAS and Triton over a suite of shapes (GPU)",
+                       description="Run gemmlab as users call it (stage='auto': skinny kernel, tuned table or "
+                                   "heuristic, split-K) and the baselines on every shape of a suite, each "
+                                   "checked against float64, then timed; the table gives the ratio to cuBLAS "
+                                   "per shape and its geometric mean. --out writes sweep.json/csv/png.")
+    p.add_argument("--suite", default=None, help="issue9 (default), squares or all (gemmlab/tune/suites.py)")
+    p.add_argument("--shapes", default=None, metavar="SPEC",
+                   help="instead of --suite: comma-separated MxNxK (suite names allowed)")
+    _common(p, stages_flag=False, baselines_default="cublas,triton", stem="sweep")
+    p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("report", help="a table from a ladder.json (no GPU)")
     p.add_argument("file", help="ladder.json written by gemmlab ladder --out")
@@ -41,14 +68,14 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_report)
 
 
-def _common(p, stages_flag: bool = True) -> None:
+def _common(p, stages_flag: bool = True, baselines_default: str = "cublas,cupy,triton", stem: str = "ladder") -> None:
     if stages_flag:
         p.add_argument("--stages", default=None, help="comma-separated stage ids or names (default: all)")
     p.add_argument("--layout", choices=LAYOUTS, default="nn",
                    help="A and B storage: n row-major, t column-major (default nn)")
-    p.add_argument("--baselines", default="cublas,cupy,triton",
-                   help="comma-separated subset of cublas,cupy,triton, or none (default: all installed)")
-    p.add_argument("--out", metavar="DIR", help="write ladder.json, ladder.csv and ladder.png there")
+    p.add_argument("--baselines", default=baselines_default,
+                   help=f"comma-separated subset of cublas,cupy,triton, or none (default: {baselines_default})")
+    p.add_argument("--out", metavar="DIR", help=f"write {stem}.json, {stem}.csv and {stem}.png there")
     p.add_argument("--json", action="store_true", help="print the JSON document to stdout instead of the table")
     p.add_argument("--target-seconds", type=float, default=Policy.target_seconds,
                    help=f"timed kernel work per candidate (default {Policy.target_seconds})")
@@ -137,10 +164,81 @@ def cmd_ladder(args) -> int:
     return _run(args, [(s, s, s) for s in sizes], _split(args.stages) if args.stages else None, "ladder")
 
 
+def cmd_sweep(args) -> int:
+    from ..tune import suites
+
+    if args.suite is not None and args.shapes is not None:
+        _usage("give --suite or --shapes, not both")
+    try:
+        if args.shapes is not None:
+            shapes = suites.parse(args.shapes)
+        else:
+            name = (args.suite or "issue9").strip().lower()
+            if name not in suites.SUITES:
+                raise suites.ShapeError(f"unknown suite {args.suite!r}; suites are {', '.join(suites.SUITES)}")
+            shapes = list(suites.SUITES[name])
+    except suites.ShapeError as e:
+        _usage(f"{'--shapes' if args.shapes is not None else '--suite'}: {e}")
+    batched = [suites.text(s) for s in shapes if s[3] != 1]
+    if batched:
+        _usage(f"--shapes: {', '.join(batched)}: the sweep runs 2-D problems only (gemmlab tune takes batches)")
+    return _run(args, [s[:3] for s in shapes], ["tuned"], "sweep")
+
+
+def _usage(msg: str) -> None:
+    print(f"gemmlab: {msg}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+_OVERHEAD_ONLY = ("sizes", "calls", "repeats", "api_size")
+
+
 def cmd_bench(args) -> int:
+    if args.overhead:
+        return _overhead(args)
+    given = [f"--{k.replace('_', '-')}" for k in _OVERHEAD_ONLY if getattr(args, k) is not None]
+    if given:
+        raise SystemExit(f"gemmlab: {', '.join(given)}: only with --overhead")
+    if None in (args.M, args.N, args.K):
+        raise SystemExit("gemmlab: bench needs M N K (or --overhead)")
     if min(args.M, args.N, args.K) <= 0:
         raise SystemExit("gemmlab: M, N and K must be positive")
     return _run(args, [(args.M, args.N, args.K)], _split(args.stage_list) if args.stage_list else None, "bench")
+
+
+def _overhead(args) -> int:
+    from . import overhead
+
+    if args.M is not None or args.stage_list:
+        raise SystemExit("gemmlab: bench --overhead takes no M N K or --stage (sizes: --sizes)")
+    try:
+        sizes = tuple(stats.parse_sizes(args.sizes)) if args.sizes else overhead.DEFAULT_SIZES
+    except ValueError as e:
+        raise SystemExit(f"gemmlab: --sizes: {e}") from None
+    calls = overhead.DEFAULT_CALLS if args.calls is None else args.calls
+    repeats = overhead.DEFAULT_REPEATS if args.repeats is None else args.repeats
+    api_size = overhead.API_SIZE if args.api_size is None else args.api_size
+    if any(s <= 0 for s in sizes) or calls < 1 or repeats < 1 or api_size < 0:
+        raise SystemExit("gemmlab: --sizes must be positive, --calls and --repeats >= 1, --api-size >= 0")
+    policy = _policy(args)
+    from ..cli import need_gpu
+
+    need_gpu()
+    settings = overhead.Settings(sizes=sizes, calls=calls, repeats=repeats, api_size=api_size,
+                                 policy=policy, device=args.device)
+    doc = overhead.run(settings)
+    if args.out:
+        overhead.write(doc, args.out)
+    if args.json:
+        json.dump(doc, sys.stdout, indent=1, default=str)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(overhead.plain(doc))
+    bad = overhead.failed(doc)
+    if bad:
+        print(f"gemmlab: {len(bad)} measurement(s) failed: {'; '.join(bad)}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def write_outputs(doc: dict, out_dir, stem: str = "ladder") -> list[Path]:

@@ -61,13 +61,17 @@ def parse_stage_token(token: str):
     return spec, spec.config(cfg)
 
 
+AUTO_TOKENS = ("tuned", "auto")
+
+
 def select_stages(ids):
-    """[(spec, config or None)] for ``ids`` (ids, names or 'id[k=v,...]'; the registry when None)."""
+    """[(spec, config or None)] for ``ids`` (ids, names or 'id[k=v,...]'; the registry plus the
+    'tuned' row when None). 'tuned' (or 'auto') is (None, None): gemmlab's stage='auto'."""
     from ..stages import all_stages
 
     if not ids:
-        return [(s, None) for s in all_stages()]
-    return [parse_stage_token(s) for s in ids]
+        return [(s, None) for s in all_stages()] + [(None, None)]
+    return [(None, None) if s.strip() in AUTO_TOKENS else parse_stage_token(s) for s in ids]
 
 
 def _finite_or_none(x):
@@ -86,7 +90,7 @@ def run(settings: Settings, progress=None) -> dict:
                            "cuBLAS baseline); install it with pip install torch") from None
     from .. import device as _device
     from . import baselines as _baselines, provenance
-    from .candidates import Operands, StageCandidate
+    from .candidates import AutoCandidate, Operands, StageCandidate
     from .timing import L2Flush, measure
 
     t_run = time.perf_counter()
@@ -100,7 +104,9 @@ def run(settings: Settings, progress=None) -> dict:
     skipped: list[dict] = []
     stage_cands = []
     for spec, cfg in select_stages(settings.stages):
-        if spec.min_cc > cc:
+        if spec is None:
+            stage_cands.append(AutoCandidate())
+        elif spec.min_cc > cc:
             skipped.append({"stage": spec.id, "reason": f"needs compute capability {spec.min_cc / 10:.1f}; "
                                                         f"this GPU is {gpu.arch}"})
         else:

@@ -3,6 +3,8 @@
 Left (or only) panel: % of cuBLAS per candidate at the largest problem, with the p20–p80 spread
 as error bars and the range the design notes expect (000 §12.2) as a grey band behind each stage.
 Right panel, when the document holds several square sizes: TFLOPS against size per candidate.
+A ``gemmlab sweep`` document (kind "sweep", any M, N, K) gets :func:`sweep_figure` instead: the
+ratio to cuBLAS per shape for gemmlab's stage='auto' and Triton.
 """
 from __future__ import annotations
 
@@ -24,6 +26,8 @@ def figure(doc: dict):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
+    if doc.get("kind") == "sweep":
+        return sweep_figure(doc)
     keys = report.problems(doc)
     sweep = len({k[:3] for k in keys}) > 1
     fig = Figure(figsize=(15 if sweep else 10, 5.5), layout="constrained")
@@ -101,6 +105,56 @@ def _sweep(ax, doc: dict) -> None:
     ax.set_title("TFLOPS against size", fontsize=10)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
+
+
+TRITON_COLOR = "#e08a2c"
+
+
+def sweep_figure(doc: dict):
+    """gemmlab sweep: per shape (any M, N, K), gemmlab auto's and Triton's TFLOPS as a ratio to
+    cuBLAS's, as grouped bars with x labels MxNxK, and a line at 1.0 (cuBLAS)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    rows = report.sweep_rows(doc)
+    has_triton = any(r["triton_tflops"] is not None or r["triton_ratio"] is not None for r in rows) or any(
+        x["stage"] == "triton" for x in doc["rows"])
+    fig = Figure(figsize=(max(10.0, 0.75 * len(rows) + 3), 5.5), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    xs = list(range(len(rows)))
+    width = 0.4 if has_triton else 0.6
+    series = [("gemmlab auto", "ratio", STAGE_COLOR)]
+    if has_triton:
+        series.append(("Triton (ieee)", "triton_ratio", TRITON_COLOR))
+    top = 1.0
+    for i, (label, key, color) in enumerate(series):
+        off = (i - (len(series) - 1) / 2) * width
+        heights = [r[key] or 0.0 for r in rows]
+        ax.bar([x + off for x in xs], heights, width=width, color=color, label=label, zorder=2)
+        if key == "ratio":
+            for x, r, h in zip(xs, rows, heights):
+                text = f"{h:.2f}" if r[key] is not None else (report.status(r["auto"]) if r["auto"] else "—")
+                ax.text(x + off, h + 0.01, text, ha="center", va="bottom", fontsize=7, zorder=3)
+        top = max([top] + heights)
+    ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--", zorder=1, label="cuBLAS")
+    ax.set_xticks(xs)
+    ax.set_xticklabels([f"{r['m']}x{r['n']}x{r['k']}" for r in rows], rotation=45, ha="right", fontsize=8)
+    ax.set_ylabel("TFLOPS / cuBLAS TFLOPS (FP32, TF32 off)")
+    ax.set_ylim(0, top * 1.25)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", ncol=3)
+    s = report.ratio_summary(rows)
+    if s:
+        ax.set_title(f"gemmlab auto / cuBLAS: geometric mean {s['geomean']:.3f}, min {s['min']:.3f} "
+                     f"({s['min_shape']})", fontsize=10)
+    p = doc["provenance"]
+    gpu = (p.get("gpu") or {}).get("name", "unknown GPU")
+    title = f"gemmlab stage='auto' against cuBLAS on {gpu}"
+    if p.get("fixture"):
+        title = "FIXTURE (not a measurement) — " + title
+    fig.suptitle(title, fontsize=11)
+    return fig
 
 
 def write(doc: dict, path) -> Path:

@@ -2,6 +2,8 @@
 
 - ``plain(doc)``: the terminal table ``gemmlab ladder`` prints;
 - ``markdown(doc)``: the README's table (``gemmlab report FILE --markdown``);
+- for a ``gemmlab sweep`` document (kind "sweep") both give one row per shape instead: gemmlab's
+  stage='auto' TFLOPS and what it ran, cuBLAS and Triton, the ratios, and their geometric mean;
 - ``csv_text(doc)``: ladder.csv, with the CUTLASS profiler's column names where they apply.
 """
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from pathlib import Path
 
 from . import schema, stats
@@ -153,7 +156,109 @@ def _sweep(doc: dict) -> tuple[list[str], list[list[str]]]:
     return head, body
 
 
+# ---- gemmlab sweep: one row per shape -----------------------------------------------------
+
+AUTO_STAGES = ("tuned", "auto")
+SWEEP_COLUMNS = ("M", "N", "K", "gemmlab auto TFLOPS", "ran", "cuBLAS TFLOPS", "Triton TFLOPS",
+                 "auto / cuBLAS", "Triton / cuBLAS")
+
+
+def ran_text(cfg) -> str:
+    """What the auto row's plan ran, from its description: 's11 128x256 split 4 (tuned)'."""
+    if not isinstance(cfg, dict) or "stage" not in cfg:
+        return "—"
+    inner = cfg.get("config") if isinstance(cfg.get("config"), dict) else {}
+    text = str(cfg["stage"])
+    if "block_m" in inner and "block_n" in inner:
+        text += f" {inner['block_m']}x{inner['block_n']}"
+    if (cfg.get("split_k") or 1) > 1:
+        text += f" split {cfg['split_k']}"
+    if cfg.get("repack"):
+        text += " repack"
+    if cfg.get("source"):
+        text += f" ({cfg['source']})"
+    return text
+
+
+def sweep_rows(doc: dict) -> list[dict]:
+    """Per problem: the auto row's TFLOPS and plan, cuBLAS's and Triton's TFLOPS, the ratios."""
+    out = []
+    for key in problems(doc):
+        rs = rows_of(doc, key)
+        pick = lambda ids: next((r for i in ids for r in rs if r["stage"] == i), None)  # noqa: E731
+        auto, cub, tri = pick(AUTO_STAGES), pick(("cublas", "cupy")), pick(("triton",))
+        t = lambda r: None if r is None else r.get("tflops")  # noqa: E731
+        out.append({"m": key[0], "n": key[1], "k": key[2], "layout": key[3],
+                    "auto": auto, "cublas": cub, "triton": tri,
+                    "auto_tflops": t(auto), "ran": ran_text((auto or {}).get("config")),
+                    "cublas_tflops": t(cub), "triton_tflops": t(tri),
+                    "ratio": None if auto is None else auto.get("vs_cublas"),
+                    "triton_ratio": None if tri is None else tri.get("vs_cublas")})
+    return out
+
+
+def ratio_summary(rows: list[dict]) -> dict | None:
+    """Geometric mean and minimum of auto / cuBLAS over the shapes that have one."""
+    have = [r for r in rows if r["ratio"]]
+    if not have:
+        return None
+    geo = math.exp(sum(math.log(r["ratio"]) for r in have) / len(have))
+    worst = min(have, key=lambda r: r["ratio"])
+    return {"geomean": geo, "min": worst["ratio"], "min_shape": f"{worst['m']}x{worst['n']}x{worst['k']}",
+            "shapes": len(have), "of": len(rows)}
+
+
+def _sweep_cells(r: dict) -> list[str]:
+    def tf(x, row=None):
+        if x is not None:
+            return f"{x:.2f}"
+        return status(row) if row is not None else "—"
+    ratio = lambda x: "—" if x is None else f"{x:.3f}"  # noqa: E731
+    return [str(r["m"]), str(r["n"]), str(r["k"]), tf(r["auto_tflops"], r["auto"]), r["ran"],
+            tf(r["cublas_tflops"], r.get("cublas")), tf(r["triton_tflops"], r.get("triton")),
+            ratio(r["ratio"]), ratio(r["triton_ratio"])]
+
+
+def _summary_line(rows) -> str:
+    s = ratio_summary(rows)
+    if s is None:
+        return "gemmlab auto / cuBLAS: no shape has both timed"
+    return (f"gemmlab auto / cuBLAS over {s['shapes']} of {s['of']} shape(s): geometric mean {s['geomean']:.3f}, "
+            f"min {s['min']:.3f} ({s['min_shape']})")
+
+
+def sweep_markdown(doc: dict) -> str:
+    out = []
+    for i, line in enumerate(header_lines(doc)):
+        out.append(f"> **{line}**" if (i == 0 and doc["provenance"].get("fixture")) else f"> {line}")
+    rows = sweep_rows(doc)
+    layouts = sorted({r["layout"] for r in rows})
+    out += ["", f"**gemmlab stage='auto' against cuBLAS and Triton** (layout {', '.join(layouts)})", ""]
+    out.append("| " + " | ".join(SWEEP_COLUMNS) + " |")
+    out.append("|" + "|".join(" --- " if c == "ran" else " ---: " for c in SWEEP_COLUMNS) + "|")
+    for r in rows:
+        out.append("| " + " | ".join(c.replace("|", "\\|") for c in _sweep_cells(r)) + " |")
+    out += ["", _summary_line(rows)]
+    notes = _footnotes(doc)
+    if notes:
+        out += [""] + [f"- {n}" for n in notes]
+    return "\n".join(out) + "\n"
+
+
+def sweep_plain(doc: dict) -> str:
+    out = list(header_lines(doc))
+    rows = sweep_rows(doc)
+    out += [""] + _align(list(SWEEP_COLUMNS), [_sweep_cells(r) for r in rows], right={0, 1, 2, 3, 5, 6, 7, 8})
+    out += ["", _summary_line(rows)]
+    notes = _footnotes(doc, plain=True)
+    if notes:
+        out += [""] + notes
+    return "\n".join(out) + "\n"
+
+
 def markdown(doc: dict) -> str:
+    if doc.get("kind") == "sweep":
+        return sweep_markdown(doc)
     out = []
     for i, line in enumerate(header_lines(doc)):
         out.append(f"> **{line}**" if (i == 0 and doc["provenance"].get("fixture")) else f"> {line}")
@@ -175,6 +280,8 @@ def markdown(doc: dict) -> str:
 
 
 def plain(doc: dict) -> str:
+    if doc.get("kind") == "sweep":
+        return sweep_plain(doc)
     out = list(header_lines(doc))
     cols = list(COLUMNS[:7]) + ["Reps"] + list(COLUMNS[7:])
     for key in problems(doc):
@@ -238,6 +345,8 @@ def csv_rows(doc: dict) -> list[dict]:
     for r in doc["rows"]:
         m, n, k, layout = r["m"], r["n"], r["k"], r["layout"]
         cfg = r.get("config") or {}
+        if isinstance(cfg.get("config"), dict):  # the tuned row: the plan's description
+            cfg = cfg["config"]
         provider = "gemmlab" if r["kind"] == "stage" else {"cublas": "cuBLAS", "cupy": "cuBLAS"}.get(r["stage"], r["stage"].capitalize())
         ms = r.get("time_ms")
         nbytes = stats.gemm_bytes(m, n, k)

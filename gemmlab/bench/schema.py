@@ -53,7 +53,8 @@ FIELDS: dict[str, tuple[tuple, str]] = {
     "kernel": ((str, _N), "the kernel that ran: gemmlab instantiation name (a fallback shows here), cuBLAS kernel name from the profiler, or Triton kernel and config"),
     "kernels": ((list, _N), "every kernel of the launch sequence when there is more than one"),
     "fallback": ((bool, _N), "true when the kernel that ran belongs to another stage (e.g. s11 handing an unaligned problem to s10)"),
-    "config": ((dict, _N), "the configuration that ran (stage parameters, or Triton's autotuned tile)"),
+    "config": ((dict, _N), "the configuration that ran (stage parameters, Triton's autotuned tile, or for the tuned row the plan: stage, config, split_k, repack, source, kernels)"),
+    "plan": ((dict, _N), "gemmlab rows: what the call's plan ran (plan.describe(): stage, config, split_k, repack, source, kernels, variant, workspace_bytes, grid, block, smem)"),
     "registers": ((int, _N), "registers per thread of the kernel (CUDA function attributes)"),
     "local_bytes": ((int, _N), "local memory per thread (spills); 0 for every stage"),
     "spills": ((int, _N), "Triton: registers spilled"),
@@ -70,11 +71,13 @@ FIELDS: dict[str, tuple[tuple, str]] = {
     "error": ((str, _N), "why the row has no timing: the exception, or which check failed"),
 }
 
+KINDS = ("ladder", "bench", "sweep")  # the document kinds (TOP_FIELDS["kind"])
+
 REQUIRED = ("stage", "tflops", "vs_cublas", "rel_error", "correct", "name", "kind", "m", "n", "k", "layout")
 
 TOP_FIELDS: dict[str, tuple[tuple, str]] = {
     "schema": ((str,), f'"{SCHEMA}"'),
-    "kind": ((str,), '"ladder" or "bench"'),
+    "kind": ((str,), '"ladder", "bench" or "sweep" (gemmlab sweep: stage=\'auto\' and the baselines over a suite of shapes)'),
     "provenance": ((dict,), "where the numbers come from (below)"),
     "method": ((dict,), "the timing and checking method: policy, flush size, alpha/beta, tolerance rule"),
     "problems": ((list,), "the problems run, in order: {m, n, k, layout}"),
@@ -122,6 +125,8 @@ def validate(doc: dict) -> dict:
             errs.append(f"missing top-level field {key!r}")
         elif not _type_ok(doc[key], types):
             errs.append(f"top-level {key!r}: {type(doc[key]).__name__}, expected {_names(types)}")
+    if isinstance(doc.get("kind"), str) and doc["kind"] not in KINDS:
+        errs.append(f"kind {doc['kind']!r}: expected one of {', '.join(KINDS)}")
     if doc.get("schema") not in (None, SCHEMA):
         errs.append(f"schema {doc.get('schema')!r}: this gemmlab reads {SCHEMA!r}")
     prov = doc.get("provenance") if isinstance(doc.get("provenance"), dict) else {}

@@ -74,9 +74,40 @@ def _includes_of(text: str) -> tuple:
     return tuple(_INCLUDE_RE.findall(text))
 
 
+_header_text: dict[str, tuple] = {}  # path -> (unused, bytes): headers read by this process
+
+
+def dev_mode() -> bool:
+    """GEMMLAB_DEV set: headers are re-read on every compile-key computation and the API checks
+    the kernel folder's mtimes on every call; else each header is read once per process."""
+    return bool(os.environ.get("GEMMLAB_DEV"))
+
+
+def _read_header(path: Path) -> bytes:
+    key = str(path)
+    hit = _header_text.get(key)
+    if hit is not None and not dev_mode():
+        return hit[1]
+    data = path.read_bytes()  # FileNotFoundError for a missing header
+    _header_text[key] = (0, data)
+    return data
+
+
+def kernel_dir_stamp(include_dirs=(KERNEL_DIR,)) -> tuple:
+    """(name, mtime) of every header: what GEMMLAB_DEV compares between calls."""
+    out = []
+    for d in include_dirs:
+        try:
+            with os.scandir(d) as it:
+                out += [(e.name, e.stat().st_mtime_ns) for e in it if e.name.endswith((".cuh", ".h"))]
+        except FileNotFoundError:
+            pass
+    return tuple(sorted(out))
+
+
 def included_headers(source: str, include_dirs=(KERNEL_DIR,)) -> dict[str, bytes]:
     """Every header the source includes with #include "...", recursively: {name: contents}.
-    Files are read on every call (so an edited header is seen at once); parsing is cached."""
+    Each file is read once per process (GEMMLAB_DEV: re-read when its mtime changes)."""
     found: dict[str, bytes] = {}
     todo = list(_includes_of(source))
     while todo:
@@ -85,7 +116,7 @@ def included_headers(source: str, include_dirs=(KERNEL_DIR,)) -> dict[str, bytes
             continue
         for d in include_dirs:
             try:
-                data = (Path(d) / name).read_bytes()
+                data = _read_header(Path(d) / name)
             except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
                 continue
             found[name] = data
@@ -116,6 +147,14 @@ def cache_key(source: str, arch: str, options: list[str], include_dirs=(KERNEL_D
 _memory: dict[str, CompiledKernel] = {}
 _lock = threading.Lock()
 _cache = KernelCache()
+
+
+def memory_hit(source: str, arch: str, include_dirs=(KERNEL_DIR,)) -> CompiledKernel | None:
+    """The kernel for ``source`` if this process has already compiled or loaded it, else None."""
+    include_dirs = tuple(str(d) for d in include_dirs)
+    key = cache_key(source, arch, options_for(arch, include_dirs), include_dirs)
+    with _lock:
+        return _memory.get(key)
 
 
 def compile_cubin(source: str, name: str, arch: str, cache: KernelCache | None = None,

@@ -84,3 +84,171 @@ class Launch:
 def launch(ck: CompiledKernel, device_id: int, stream_handle: int, grid, block, smem: int, args) -> None:
     """Launch once (see :class:`Launch`)."""
     Launch(ck, device_id, stream_handle, tuple(grid), int(block), int(smem), list(args)).bind()()
+
+
+# ---- the fast path: one ctypes call per launch ----------------------------------------------
+#
+# A call of gemmlab.gemm that hits the plan cache (gemmlab/plan.py) costs: fill the pointer and
+# scalar slots of prebuilt parameter buffers, then cuLaunchKernel through ctypes. The driver reads
+# the parameters' sizes from the kernel image, so a buffer is just an array of pointers to the
+# values. Nothing here allocates device memory, synchronizes or compiles: it is safe under CUDA
+# graph capture.
+
+import ctypes  # noqa: E402
+
+_libcuda = None
+
+
+def libcuda():
+    """The driver library with the few entry points the fast path uses (argtypes set once)."""
+    global _libcuda
+    if _libcuda is None:
+        lib = ctypes.CDLL("libcuda.so.1")
+        vp, u32, u64 = ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint64
+        lib.cuLaunchKernel.argtypes = [vp, u32, u32, u32, u32, u32, u32, u32, vp, vp, vp]
+        lib.cuLaunchKernel.restype = ctypes.c_int
+        lib.cuCtxGetCurrent.argtypes = [ctypes.POINTER(vp)]
+        lib.cuCtxGetCurrent.restype = ctypes.c_int
+        lib.cuCtxSetCurrent.argtypes = [vp]
+        lib.cuCtxSetCurrent.restype = ctypes.c_int
+        lib.cuStreamIsCapturing.argtypes = [vp, ctypes.POINTER(ctypes.c_int)]
+        lib.cuStreamIsCapturing.restype = ctypes.c_int
+        lib.cuTensorMapEncodeTiled.argtypes = [vp, ctypes.c_int, u32, vp, ctypes.POINTER(u64), ctypes.POINTER(u64),
+                                               ctypes.POINTER(u32), ctypes.POINTER(u32), ctypes.c_int, ctypes.c_int,
+                                               ctypes.c_int, ctypes.c_int]
+        lib.cuTensorMapEncodeTiled.restype = ctypes.c_int
+        _libcuda = lib
+    return _libcuda
+
+
+def _check(err: int, what: str) -> None:
+    if err:
+        from cuda.bindings import driver
+
+        try:
+            name = driver.CUresult(err).name
+        except ValueError:
+            name = str(err)
+        raise RuntimeError(f"gemmlab: {what} failed: {name}")
+
+
+def current_context() -> int:
+    ctx = ctypes.c_void_p()
+    _check(libcuda().cuCtxGetCurrent(ctypes.byref(ctx)), "cuCtxGetCurrent")
+    return ctx.value or 0
+
+
+def stream_capturing(stream: int) -> bool:
+    """Whether ``stream`` is being captured into a CUDA graph (the legacy stream 0 never is)."""
+    status = ctypes.c_int(0)
+    _check(libcuda().cuStreamIsCapturing(ctypes.c_void_p(stream or None), ctypes.byref(status)),
+           "cuStreamIsCapturing")
+    return status.value != 0
+
+
+_functions: dict = {}
+
+
+def function(ck: CompiledKernel, device_id: int, smem: int) -> tuple[int, int]:
+    """(CUfunction, CUcontext) of ``ck`` in ``device_id``'s primary context, loaded once, with its
+    dynamic shared-memory limit raised to ``smem``."""
+    key = (ck.key, device_id)
+    hit = _functions.get(key)
+    if hit is not None and hit[2] >= smem:
+        return hit[0], hit[1]
+    from cuda.bindings import driver
+
+    kernel, _ = load(ck, device_id)
+    _raise_dynamic_smem(kernel, device_id, smem, key)
+    ctx = current_context()
+    h = kernel.handle
+    if isinstance(h, driver.CUkernel):
+        err, fn = driver.cuKernelGetFunction(h)
+        if err != driver.CUresult.CUDA_SUCCESS:
+            raise RuntimeError(f"gemmlab: cuKernelGetFunction({ck.name}) failed: {err}")
+    else:
+        fn = h
+    if smem > _MAX_STATIC_DYNAMIC:
+        attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        (err,) = driver.cuFuncSetAttribute(fn, attr, smem)
+        if err != driver.CUresult.CUDA_SUCCESS:
+            raise RuntimeError(f"gemmlab: could not allow {smem} bytes of dynamic shared memory: {err}")
+    fn_int = int(fn)
+    with _lock:
+        _functions[key] = (fn_int, ctx, max(smem, hit[2] if hit else 0))
+    return fn_int, ctx
+
+
+def is_loaded(ck_key: str, device_id: int) -> bool:
+    return (ck_key, device_id) in _functions
+
+
+class TensorMapSlot:
+    """A CUtensorMap kernel parameter (128 bytes, 64-byte aligned) re-encoded when its base
+    address changes: shape/strides/box are fixed per plan, only the pointer moves."""
+
+    def __init__(self, shape, strides, box, swizzle_bytes: int):
+        self.raw = ctypes.create_string_buffer(128 + 64)
+        self.addr = (ctypes.addressof(self.raw) + 63) // 64 * 64
+        rank = len(shape)
+        # The driver's order is innermost first; strides exclude the innermost (unit) one, in bytes.
+        self.rank = rank
+        self.dims = (ctypes.c_uint64 * rank)(*reversed([int(n) for n in shape]))
+        self.strides = (ctypes.c_uint64 * max(rank - 1, 1))(*reversed([int(s) * 4 for s in strides[:-1]]))
+        self.box = (ctypes.c_uint * rank)(*reversed([int(b) for b in box]))
+        self.elem = (ctypes.c_uint * rank)(*([1] * rank))
+        self.swizzle = {0: 0, 32: 1, 64: 2, 128: 3}[swizzle_bytes]
+        self.ptr = None
+
+    def encode(self, ptr: int) -> None:
+        if ptr == self.ptr:
+            return
+        err = libcuda().cuTensorMapEncodeTiled(
+            ctypes.c_void_p(self.addr), 7, self.rank, ctypes.c_void_p(ptr), self.dims, self.strides, self.box,
+            self.elem, 0, self.swizzle, 3, 0)  # FLOAT32, no interleave, swizzle, L2 256B promotion, zero fill
+        _check(err, "cuTensorMapEncodeTiled")
+        self.ptr = ptr
+
+
+class ParamBuffer:
+    """Host storage for one launch's kernel parameters and the void*[] the driver reads.
+
+    ``kinds`` per parameter: "ptr" (u64), "i64", "f32", "i32" or a TensorMapSlot."""
+
+    _CT = {"ptr": ctypes.c_uint64, "i64": ctypes.c_int64, "f32": ctypes.c_float, "i32": ctypes.c_int32}
+
+    def __init__(self, kinds, values):
+        self.values = []
+        addrs = []
+        for kind, v in zip(kinds, values):
+            if isinstance(kind, TensorMapSlot):
+                self.values.append(kind)
+                addrs.append(kind.addr)
+            else:
+                c = self._CT[kind](v)
+                self.values.append(c)
+                addrs.append(ctypes.addressof(c))
+        self.array = (ctypes.c_void_p * max(len(addrs), 1))(*addrs)
+        self.address = ctypes.addressof(self.array)
+
+
+def launch_raw(fn: int, ctx: int, grid, block: int, smem: int, stream: int, params: ParamBuffer) -> None:
+    """cuLaunchKernel. The calling thread normally has the kernel's context current already (the
+    framework that made the arrays set it); when it has not (another device's context, or a new
+    thread with none), the launch is refused, so ours is made current for one retry and the
+    caller's context is restored after it."""
+    lib = _libcuda or libcuda()
+    err = lib.cuLaunchKernel(fn, grid[0], grid[1], grid[2], block, 1, 1, smem, stream, params.address, None)
+    if not err:
+        return
+    prev = ctypes.c_void_p()
+    lib.cuCtxGetCurrent(ctypes.byref(prev))
+    if (prev.value or 0) == ctx:
+        _check(err, "cuLaunchKernel")
+    _check(lib.cuCtxSetCurrent(ctypes.c_void_p(ctx)), "cuCtxSetCurrent")
+    try:
+        err = lib.cuLaunchKernel(fn, grid[0], grid[1], grid[2], block, 1, 1, smem, stream, params.address, None)
+    finally:
+        if prev.value:
+            lib.cuCtxSetCurrent(prev)
+    _check(err, "cuLaunchKernel")

@@ -13,7 +13,8 @@ static_assert(Stage::BLOCK_M == {bm} && Stage::BLOCK_N == {bn} && Stage::THREADS
 extern "C" __global__ void __launch_bounds__({threads}, {min_blocks}) {name}(
     const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ D,
     int64 M, int64 N, int64 K, int64 a_rs, int64 a_cs, int64 b_rs, int64 b_cs, int64 ldd,
-    float alpha, float beta, int64 batch, int64 a_bs, int64 b_bs, int64 d_bs{extra_decl}) {{
+    float alpha, float beta, int64 batch, int64 a_bs, int64 b_bs, int64 d_bs, int64 k_split,
+    int64 d_ss{extra_decl}) {{
     extern __shared__ __align__(128) unsigned char smem[];
     // Linear block index -> output tile, grouped {group_m} tile rows at a time so that blocks
     // running together share rows of A and columns of B in L2 (000 §2.3).
@@ -25,9 +26,14 @@ extern "C" __global__ void __launch_bounds__({threads}, {min_blocks}) {name}(
     const int64 rows_in_group = (tiles_m - first_m) < {group_m} ? (tiles_m - first_m) : {group_m};
     const int64 tile_m = first_m + (pid % group_size) % rows_in_group;
     const int64 tile_n = (pid % group_size) / rows_in_group;
+    // Split-K (gridDim.y > 1): slice blockIdx.y covers k in [k0, k0 + k_split) and writes its
+    // partial product to its own D (d_ss apart); the host reduces the slices in a second kernel.
+    const int64 k0 = gridDim.y > 1 ? (int64)blockIdx.y * k_split : 0;
+    const int64 k_len = gridDim.y > 1 ? (K - k0 < k_split ? K - k0 : k_split) : K;
     for (int64 b = blockIdx.z; b < batch; b += gridDim.z) {{
-        gemmlab::GemmArgs args{{A + b * a_bs, B + b * b_bs, D + b * d_bs, M, N, K,
-                                a_rs, a_cs, b_rs, b_cs, ldd, alpha, beta}};
+        gemmlab::GemmArgs args{{A + b * a_bs + k0 * a_cs, B + b * b_bs + k0 * b_rs,
+                                D + b * d_bs + (int64)blockIdx.y * d_ss, M, N, k_len,
+                                a_rs, a_cs, b_rs, b_cs, ldd, alpha, beta, k0}};
         Stage::run(args, tile_m * {bm}, tile_n * {bn}, smem{extra_args});
         if (b + gridDim.z < batch) __syncthreads();  // shared memory is reused by the next batch
     }}

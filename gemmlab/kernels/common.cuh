@@ -4,7 +4,9 @@
 // (gemmlab/jit/source.py) generates one extern "C" kernel per instantiation that
 //   1. builds a GemmArgs from flat kernel parameters (flat, so the launch ABI is the same for
 //      every stage),
-//   2. offsets the pointers for the batch index (blockIdx.z, grid-stride for huge batches),
+//   2. offsets the pointers for the batch index (blockIdx.z, grid-stride for huge batches) and,
+//      for split-K (gridDim.y slices of k_split), for the slice's first k (kernels/splitk_reduce.cuh
+//      then adds the slices),
 //   3. maps the linear block index to an output tile (optionally grouped along M for L2 reuse),
 //   4. calls Stage::run(args, tile_row0, tile_col0, shared_memory).
 //
@@ -31,6 +33,7 @@ struct GemmArgs {
     int64 b_row_stride, b_col_stride;
     int64 ldd;
     float alpha, beta;
+    int64 k_begin;  // split-K: the k of A's column 0 / B's row 0 in the whole problem (TMA coordinates)
 };
 
 // The epilogue for one element: beta == 0 never reads the old value.

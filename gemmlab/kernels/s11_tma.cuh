@@ -110,7 +110,7 @@ struct S11Tma {
 
         // Producer: tile -> stage, both boxes completing on the stage's full barrier.
         auto issue = [&](int tile, int stage) {
-            const int k0 = tile * BLOCK_K;
+            const int k0 = static_cast<int>(args.k_begin) + tile * BLOCK_K;  // split-K slices start at k_begin
             const unsigned bar = full_bar(stage);
             async::mbarrier_arrive_expect_tx(bar, TX_BYTES);
             const unsigned a_dst = a_stages + stage * A_STAGE_BYTES;

@@ -10,6 +10,10 @@ from .base import Param, Problem, StageSpec
 
 _STAGE_FILE = re.compile(r"^s\d\d[a-z]?_\w+$")
 _registry: dict[str, StageSpec] | None = None
+# Kernels that are not rungs of the ladder but that the dispatcher uses (``gemm(stage=...)`` finds
+# them too; ``all_stages()`` and the ladder do not list them): module name -> its STAGE.
+EXTRA_MODULES = ("skinny",)
+_extras: dict[str, StageSpec] | None = None
 
 
 def _load() -> dict[str, StageSpec]:
@@ -33,8 +37,29 @@ def all_stages() -> list[StageSpec]:
     return list(_load().values())
 
 
+def extra_stages() -> list[StageSpec]:
+    """The dispatcher's kernels outside the ladder (e.g. ``skinny`` for M or N <= 16)."""
+    global _extras
+    if _extras is None:
+        found = {}
+        for name in EXTRA_MODULES:
+            try:
+                m = importlib.import_module(f"{__name__}.{name}")
+            except ModuleNotFoundError as e:
+                if e.name == f"{__name__}.{name}":
+                    continue
+                raise
+            spec = getattr(m, "STAGE", None)
+            if spec is not None:
+                found[spec.id] = spec
+        _extras = found
+    return list(_extras.values())
+
+
 def get(stage_id: str) -> StageSpec:
-    reg = _load()
+    reg = dict(_load())
+    for spec in extra_stages():
+        reg.setdefault(spec.id, spec)
     if stage_id in reg:
         return reg[stage_id]
     by_name = {s.name: s for s in reg.values()}
@@ -43,4 +68,4 @@ def get(stage_id: str) -> StageSpec:
     raise ConfigError(f"unknown stage {stage_id!r}; stages are {', '.join(reg)} (or 'auto')")
 
 
-__all__ = ["Param", "Problem", "StageSpec", "all_stages", "get"]
+__all__ = ["Param", "Problem", "StageSpec", "all_stages", "extra_stages", "get"]

@@ -40,6 +40,11 @@ class Problem:
     d_ptr: int = 0
     alpha: float = 1.0
     beta: float = 0.0
+    # Split-K: ``splits`` slices of ``k_split`` (a multiple of 32) along K, slice s writing its
+    # partial product at D + s * d_ss (blockIdx.y); 1 slice is the plain problem.
+    splits: int = 1
+    k_split: int = 0
+    d_ss: int = 0
 
     @staticmethod
     def dense(M, N, K, layout="nn", batch=1, **kw) -> "Problem":
@@ -204,7 +209,7 @@ class StageSpec:
     def grid(self, cfg: dict, problem: Problem) -> tuple[int, int, int]:
         bm, bn = self.block_tile(cfg)
         tiles = math.ceil(problem.M / bm) * math.ceil(problem.N / bn)
-        return (tiles, 1, min(problem.batch, 65535))
+        return (tiles, problem.splits, min(problem.batch, 65535))
 
 
 def _short(key: str) -> str:

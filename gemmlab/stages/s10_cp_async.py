@@ -12,6 +12,7 @@ from __future__ import annotations
 from .base import Param, Problem, StageSpec
 
 SMEM_LIMIT = 227 * 1024  # H200 opt-in shared memory per block
+SMEM_PER_SM = 228 * 1024  # H200 shared memory per SM (what min_blocks blocks must share)
 RESERVED_SMEM = 1024     # static shared memory ptxas reserves in these kernels (cuobjdump: "shared 1024")
 LANES_M, LANES_N = 4, 8
 
@@ -73,6 +74,9 @@ class CpAsync(StageSpec):
     def threads(self, cfg):
         return self.consumer_threads(cfg)
 
+    def min_blocks_per_sm(self, cfg):
+        return cfg.get("min_blocks", 1)
+
     def thread_tile(self, cfg) -> tuple[int, int]:
         return cfg["warp_m"] // LANES_M, cfg["warp_n"] // LANES_N
 
@@ -106,6 +110,13 @@ class CpAsync(StageSpec):
             smem = self.smem_bytes(cfg, {}) + RESERVED_SMEM
             if smem > SMEM_LIMIT:
                 out.append(f"shared memory {smem} B exceeds {SMEM_LIMIT} B per block; lower stages, block_k or the tile")
+            mb = cfg.get("min_blocks", 1)
+            if not 1 <= mb <= 4:
+                out.append(f"min_blocks={mb} must be 1..4")
+            elif mb > 1 and mb * smem > SMEM_PER_SM:
+                out.append(f"min_blocks={mb} blocks of {smem} B shared memory exceed {SMEM_PER_SM} B per SM")
+            elif mb * self.threads(cfg) > 2048:
+                out.append(f"min_blocks={mb} blocks of {self.threads(cfg)} threads exceed 2048 threads per SM")
             out += self.copy_constraints(cfg)
         return out
 
@@ -248,6 +259,7 @@ STAGE = CpAsync(
         Param("a_swizzle", 0, "1: row-major A as As[m][k] XOR-swizzled, a thread's rows 4 apart; 0: plain, groups of 4 rows"),
         Param("stages", 3, "shared-memory buffers in the cp.async pipeline"),
         Param("group_m", 8, "tile rows per L2 group in the block order"),
+        Param("min_blocks", 1, "blocks per SM that __launch_bounds__ asks registers for (small tiles: 2-4)"),
     ),
     sass=("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDS.128", "FFMA"),
     sass_scalar=("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDS.128", "FFMA"),

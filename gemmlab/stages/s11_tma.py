@@ -70,6 +70,8 @@ def tma_problems(cfg, problem: Problem) -> list[str]:
         out.append("a dimension of 2^31 or more (TMA coordinates are 32-bit)")
     if p.batch > 65535:
         out.append(f"{p.batch} batches (the batch index is blockIdx.z, at most 65535)")
+    if p.splits > 1 and p.k_split % cfg["block_k"]:
+        out.append(f"split-K slices of {p.k_split} are not whole K tiles of {cfg['block_k']}")
     if out:
         return out
     maps = operand_maps(cfg, p)
@@ -146,16 +148,10 @@ class Tma(CpAsync):
                 ("int tma_batch_mask", "tma_batch_mask")]
 
     def extra_args(self, cfg, variant, problem):
-        maps = operand_maps(cfg, problem)
-        device = None
-        try:
-            from ..arrays import pointer_device
+        from ..plan import TensorMapArg
 
-            device = pointer_device(problem.a_ptr)
-        except Exception:
-            pass
-        descs = [tensor_map.encode(*maps[w], device=device) for w in ("a", "b")]
-        return descs + [np.int32(maps["batch_mask"])]
+        maps = operand_maps(cfg, problem)
+        return [TensorMapArg(w, *maps[w][1:]) for w in ("a", "b")] + [np.int32(maps["batch_mask"])]
 
     def smem_accesses(self, cfg, variant=None):
         """Warp 0's LDS.128 for one k group (4 k steps), as s10; TMA writes the tiles, so there
@@ -193,6 +189,7 @@ STAGE = Tma(
                                   "registers to the consumers); 0: thread 0 of warp 0 issues them between its own tiles"),
         Param("consumer_sync", 0, "1: the consumer warps also meet at a named barrier every K tile (lockstep, as s10); "
                                   "0: only the full/empty mbarriers couple them (up to stages-1 tiles of drift)"),
+        Param("min_blocks", 1, "blocks per SM that __launch_bounds__ asks registers for (small tiles: 2-4)"),
     ),
     sass=("UTMALDG", "SYNCS", "LDS.128", "FFMA"),
     sass_scalar=("UTMALDG", "SYNCS", "LDS.128", "FFMA"),

@@ -80,13 +80,12 @@ def _enum_types():
 
 
 def available() -> bool:
-    """Whether this cuda.core can build tensor-map kernel arguments."""
+    """Whether the driver can encode tensor maps (gemmlab encodes them with cuTensorMapEncodeTiled
+    directly, into the kernel's parameter buffer: see jit/launch.py TensorMapSlot)."""
     try:
-        from cuda.core import TensorMapDescriptor
-        from cuda.core.utils import StridedMemoryView
+        from ..jit.launch import libcuda
 
-        _enum_types()
-        return hasattr(StridedMemoryView, "as_tensor_map") or hasattr(TensorMapDescriptor, "_from_tiled")
+        return hasattr(libcuda(), "cuTensorMapEncodeTiled")
     except Exception:
         return False
 

@@ -1,0 +1,331 @@
+"""Plans: everything a call of ``gemmlab.gemm`` enqueues, resolved once per call signature.
+
+The call path is one design: **dispatch -> plan cache -> launch**.
+
+- ``api.py`` checks the arguments and computes the call's signature (shapes, strides, pointer
+  alignment, devices, stage/config, whether alpha or beta is 0, how c relates to out);
+- on a miss it asks ``dispatch.choose`` (stage="auto") or takes the caller's stage, and
+  :func:`build` turns the choice into a :class:`Plan`: the kernels (compiled and loaded now),
+  their launch geometry and prebuilt parameter buffers whose pointer and scalar entries are
+  *slots*;
+- on a hit (and after a miss) :meth:`Plan.run` fills the slots with this call's pointers, alpha
+  and beta and enqueues each step with one ctypes ``cuLaunchKernel``.
+
+A plan may hold several steps: copy ``c`` into ``out``; repack an operand into a workspace
+(an operand with no unit stride, or rows that are not 16-byte aligned, for the float4/TMA paths);
+the GEMM kernel itself; the split-K reduce. Pointers come from *sources*: ``a``, ``b``, ``c``,
+``out`` (the caller's arrays) and ``ws`` (a workspace the API allocates per call with the
+caller's framework, so it is stream-ordered and graph-capture safe).
+"""
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from . import device as _device
+from .errors import ConfigError, GemmlabError
+from .jit import compile_cubin
+from .jit import launch as _launch
+from .jit.compiler import CompiledKernel
+from .jit.source import COMMON_PARAMS, generate
+from .stages.base import Problem
+
+INT32_MAX = 2**31 - 1
+WS_ALIGN = 64  # floats (256 bytes) between workspace regions
+
+
+class NotReady(GemmlabError):
+    """A kernel would have to be compiled or loaded while the stream is being captured."""
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What runs a problem: a stage at a config, split into ``split_k`` slices of K (1: none),
+    with operands repacked into aligned workspace copies when ``repack`` and they need it."""
+
+    spec: object
+    config: dict
+    split_k: int = 1
+    repack: bool = False
+    source: str = "explicit"  # "explicit", "tuned", "heuristic", "skinny"
+
+    def describe(self) -> dict:
+        return {"stage": self.spec.id, "config": dict(self.config), "split_k": self.split_k,
+                "repack": self.repack, "source": self.source}
+
+
+@dataclass(frozen=True)
+class TensorMapArg:
+    """A TMA descriptor kernel parameter over operand ``operand`` ("a" or "b" of the Problem),
+    outermost first; the plan re-encodes it whenever that operand's address changes."""
+
+    operand: str
+    shape: tuple
+    strides: tuple
+    box: tuple
+    swizzle: int
+
+
+class Step:
+    """One kernel launch with slots. ``ptr_slots``: (param index, source, byte offset);
+    ``scalar_slots``: (param index, "alpha" | "beta"); ``tmaps``: (TensorMapSlot, source, offset)."""
+
+    __slots__ = ("label", "ck", "fn", "ctx", "grid", "block", "smem", "params", "ptr_slots", "scalar_slots",
+                 "tmaps")
+
+    def __init__(self, label, ck, fn, ctx, grid, block, smem, params, ptr_slots, scalar_slots, tmaps):
+        self.label, self.ck, self.fn, self.ctx = label, ck, fn, ctx
+        self.grid, self.block, self.smem = tuple(int(g) for g in grid), int(block), int(smem)
+        self.params, self.ptr_slots, self.scalar_slots, self.tmaps = params, ptr_slots, scalar_slots, tmaps
+
+    def fill(self, ptrs: dict, alpha: float, beta: float) -> None:
+        vals = self.params.values
+        for i, src, off in self.ptr_slots:
+            vals[i].value = ptrs[src] + off
+        for i, which in self.scalar_slots:
+            vals[i].value = alpha if which == "alpha" else beta
+        for slot, src, off in self.tmaps:
+            slot.encode(ptrs[src] + off)
+
+    def launch(self, stream: int) -> None:
+        _launch.launch_raw(self.fn, self.ctx, self.grid, self.block, self.smem, stream, self.params)
+
+
+@dataclass
+class Plan:
+    """The resolved work of one call signature (see the module docstring)."""
+
+    steps: list
+    choice: Choice | None = None
+    main: Step | None = None          # the GEMM kernel's step (for reports)
+    variant: dict = field(default_factory=dict)
+    ws_floats: int = 0
+    problem: Problem | None = None    # the kernel-level problem (pointers of the building call)
+    summary: str = ""                 # what GEMMLAB_PRINT_CONFIG prints for every call
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def kernels(self) -> list[str]:
+        return [s.ck.name for s in self.steps]
+
+    @property
+    def ck(self) -> CompiledKernel | None:
+        return self.main.ck if self.main else None
+
+    def run(self, ptrs: dict, alpha: float, beta: float, stream: int) -> None:
+        with self.lock:  # the parameter buffers are shared: fill and launch under one lock
+            for s in self.steps:
+                s.fill(ptrs, alpha, beta)
+                s.launch(stream)
+
+    def bind(self, ptrs: dict, alpha: float, beta: float, stream: int):
+        """A no-argument callable that enqueues this plan with these pointers (the benchmark)."""
+        ptrs = dict(ptrs)
+
+        def enqueue():
+            self.run(ptrs, alpha, beta, stream)
+
+        return enqueue
+
+    def describe(self) -> dict:
+        d = self.choice.describe() if self.choice else {}
+        d.update(kernels=self.kernels, variant=dict(self.variant), workspace_bytes=4 * self.ws_floats)
+        if self.main is not None:
+            d.update(grid=list(self.main.grid), block=self.main.block, smem=self.main.smem)
+        return d
+
+
+# ---- building --------------------------------------------------------------------------------
+
+def kernel_for(spec, cfg, variant, arch) -> CompiledKernel:
+    name, src = generate(spec, cfg, variant)
+    return compile_cubin(src, name, spec.compile_arch(cfg, arch))
+
+
+_COPY_SRC = '#include "common.cuh"\n'
+_REDUCE_SRC = '#include "splitk_reduce.cuh"\n'
+
+
+def _ready_kernel(src: str, name: str, arch: str, dev: int, smem: int, capturing: bool):
+    """Compile (cached) and load; under graph capture only what is already loaded may be used."""
+    if capturing:
+        from .jit import compiler
+
+        ck = compiler.memory_hit(src, arch)
+        if ck is None or not _launch.is_loaded(ck.key, dev):
+            raise NotReady(f"gemmlab: kernel {name} is not compiled and loaded yet, and the stream is being "
+                           "captured into a CUDA graph; call gemmlab once with the same shapes, layouts and "
+                           "stage before capturing (a warm-up call), then capture")
+    else:
+        ck = compile_cubin(src, name, arch)
+    fn, ctx = _launch.function(ck, dev, smem)
+    return ck, fn, ctx
+
+
+class _Builder:
+    def __init__(self, dev: int, capturing: bool):
+        self.dev = dev
+        self.arch = _device.arch(dev)
+        self.capturing = capturing
+        self.steps: list[Step] = []
+        self.ws_floats = 0
+
+    def ws_region(self, floats: int) -> int:
+        """Reserve ``floats`` of workspace; returns the byte offset."""
+        off = self.ws_floats
+        self.ws_floats += -(-max(floats, 1) // WS_ALIGN) * WS_ALIGN
+        return 4 * off
+
+    def add(self, label, src, name, arch, grid, block, smem, kinds, values, ptr_slots, scalar_slots=(), tmaps=()):
+        ck, fn, ctx = _ready_kernel(src, name, arch, self.dev, smem, self.capturing)
+        params = _launch.ParamBuffer(kinds, values)
+        step = Step(label, ck, fn, ctx, grid, block, smem, params, list(ptr_slots), list(scalar_slots), list(tmaps))
+        self.steps.append(step)
+        return step
+
+    # -- the strided batched copy (c into out; repacking) -------------------------------------
+    def copy(self, label, src_ref, dst_ref, rows, cols, batch, s_src, s_dst):
+        total = rows * cols * batch
+        blocks = max(1, min(math.ceil(total / 256), 132 * 16))
+        kinds = ["ptr", "ptr"] + ["i64"] * 9
+        values = [0, 0, rows, cols, batch, *s_src, *s_dst]
+        self.add(label, _COPY_SRC, "gemmlab_copy", self.arch, (blocks, 1, 1), 256, 0, kinds, values,
+                 [(0, *src_ref), (1, *dst_ref)])
+
+    # -- the split-K reduce ----------------------------------------------------------------------
+    def reduce(self, ws_ref, d_ref, M, N, splits, ws_ld, ws_ss, ws_bs, d_rs, d_cs, d_bs, batch):
+        total = M * (-(-N // 4)) * batch
+        blocks = max(1, min(math.ceil(total / 256), 132 * 8))
+        kinds = ["ptr", "ptr"] + ["i64"] * 10 + ["f32", "f32"]
+        values = [0, 0, M, N, splits, ws_ld, ws_ss, ws_bs, d_rs, d_cs, d_bs, batch, 1.0, 0.0]
+        self.add("reduce", _REDUCE_SRC, "gemmlab_splitk_reduce", self.arch, (blocks, 1, 1), 256, 0, kinds, values,
+                 [(0, *ws_ref), (1, *d_ref)], [(12, "alpha"), (13, "beta")])
+
+    # -- a stage kernel ------------------------------------------------------------------------
+    def gemm(self, spec, cfg, prob: Problem, refs: dict, scalars: bool):
+        """refs: {"a": (source, offset), "b": ..., "d": ...}; scalars: alpha/beta are slots (else
+        the values in ``prob`` are baked in, e.g. 1 and 0 for split-K partials)."""
+        other = spec.fallback(cfg, prob)
+        if other is not None:
+            spec, cfg = other
+        spec.check_problem(cfg, prob)
+        variant = spec.variant(cfg, prob)
+        grid = spec.grid(cfg, prob)
+        if grid[0] > INT32_MAX:
+            raise ConfigError(f"stage {spec.id}: {grid[0]} blocks exceed the grid limit; use a larger tile")
+        if grid[1] > 65535:
+            raise ConfigError(f"stage {spec.id}: {grid[1]} split-K slices exceed 65535; use fewer")
+        name, src = generate(spec, cfg, variant)
+        kinds = ["ptr", "ptr", "ptr"] + ["i64"] * len(COMMON_PARAMS) + ["f32", "f32"] + ["i64"] * 6
+        values = [0, 0, 0] + [getattr(prob, f) for f in COMMON_PARAMS] + [prob.alpha, prob.beta]
+        values += [prob.batch, prob.a_bs, prob.b_bs, prob.d_bs, prob.k_split, prob.d_ss]
+        tmaps = []
+        for extra in spec.extra_args(cfg, variant, prob):
+            if isinstance(extra, TensorMapArg):
+                slot = _launch.TensorMapSlot(extra.shape, extra.strides, extra.box, extra.swizzle)
+                kinds.append(slot)
+                values.append(None)
+                tmaps.append((slot, *refs[extra.operand]))
+            elif isinstance(extra, np.int32):
+                kinds.append("i32")
+                values.append(int(extra))
+            elif isinstance(extra, np.int64):
+                kinds.append("i64")
+                values.append(int(extra))
+            elif isinstance(extra, np.float32):
+                kinds.append("f32")
+                values.append(float(extra))
+            else:
+                raise TypeError(f"stage {spec.id}: extra kernel argument of type {type(extra).__name__}")
+        n_common = 3 + len(COMMON_PARAMS)
+        scalar_slots = [(n_common, "alpha"), (n_common + 1, "beta")] if scalars else []
+        step = self.add(spec.id, src, name, spec.compile_arch(cfg, self.arch), grid, spec.threads(cfg),
+                        spec.smem_bytes(cfg, variant), kinds, values,
+                        [(0, *refs["a"]), (1, *refs["b"]), (2, *refs["d"])], scalar_slots, tmaps)
+        return step, spec, cfg, variant
+
+
+def _round4(n: int) -> int:
+    return -(-n // 4) * 4
+
+
+def _needs_repack(prob: Problem, which: str, for_alignment: bool) -> bool:
+    """An operand with no unit stride always; with ``for_alignment`` also one whose rows (or batch
+    stride, or base) are not 16-byte aligned (float4 and TMA then cannot read it)."""
+    rs, cs = getattr(prob, f"{which}_rs"), getattr(prob, f"{which}_cs")
+    rows, cols = (prob.M, prob.K) if which == "a" else (prob.K, prob.N)
+    if not (rs == 1 or cs == 1) and rows > 1 and cols > 1:
+        return True
+    if not for_alignment:
+        return False
+    ptr, bs = getattr(prob, f"{which}_ptr"), getattr(prob, f"{which}_bs")
+    lead = rs if cs == 1 else cs
+    outer = rows if cs == 1 else cols
+    return bool(ptr % 16 or (outer > 1 and lead % 4) or (prob.batch > 1 and bs % 4))
+
+
+def build(choice: Choice, prob: Problem, refs: dict, dev: int, *, scalar_alpha_beta: bool = True,
+          capturing: bool = False, c_copy: tuple | None = None) -> Plan:
+    """Turn a choice for the kernel-level problem ``prob`` into a plan. ``refs`` maps the problem's
+    operands "a", "b" and "d" to (source, byte offset); ``prob``'s pointers are those of the
+    building call (they decide nothing that the signature does not fix: alignment only)."""
+    b = _Builder(dev, capturing)
+    spec, cfg = choice.spec, choice.config
+    refs = dict(refs)
+    if c_copy is not None:  # (rows, cols, batch, c strides, out strides): c into out first
+        b.copy("c into out", ("c", 0), ("out", 0), *c_copy)
+
+    # Repack operands the stage's fast paths cannot read as they are.
+    if spec.aligned_path and prob.K > 0:
+        for which in ("a", "b"):
+            if not _needs_repack(prob, which, choice.repack):
+                continue
+            rs, cs, bs = getattr(prob, f"{which}_rs"), getattr(prob, f"{which}_cs"), getattr(prob, f"{which}_bs")
+            rows, cols = (prob.M, prob.K) if which == "a" else (prob.K, prob.N)
+            nb = prob.batch if bs else 1
+            # Keep the operand's majorness (its unit-stride dimension) and pad the leading
+            # dimension to 16 bytes; a strided operand becomes row-major.
+            if cs == 1 or rs != 1:
+                lead = _round4(cols)
+                new_rs, new_cs, per = lead, 1, rows * lead
+            else:
+                lead = _round4(rows)
+                new_rs, new_cs, per = 1, lead, cols * lead
+            per = _round4(per)
+            off = b.ws_region(per * nb)
+            b.copy(f"repack {which}", refs[which], ("ws", off), rows, cols, nb, (bs, rs, cs), (per, new_rs, new_cs))
+            refs[which] = ("ws", off)
+            prob = replace(prob, **{f"{which}_rs": new_rs, f"{which}_cs": new_cs, f"{which}_bs": per if bs else 0,
+                                    f"{which}_ptr": 0})
+
+    splits, k_split = 1, 0
+    if choice.split_k > 1 and prob.K > 0:
+        k_split = _round_up(-(-prob.K // choice.split_k), 32)
+        splits = -(-prob.K // k_split)
+    if splits > 1:
+        ws_ld = _round4(prob.N)
+        ws_ss = _round4(prob.M * ws_ld)
+        ws_bs = ws_ss * splits
+        off = b.ws_region(ws_bs * prob.batch)
+        part = replace(prob, splits=splits, k_split=k_split, d_ss=ws_ss, ldd=ws_ld, d_bs=ws_bs if prob.batch > 1 else 0,
+                       d_ptr=0, alpha=1.0, beta=0.0)
+        main, spec_run, cfg_run, variant = b.gemm(spec, cfg, part, {**refs, "d": ("ws", off)}, scalars=False)
+        b.reduce(("ws", off), refs["d"], prob.M, prob.N, splits, ws_ld, ws_ss, ws_bs, prob.ldd, 1,
+                 prob.d_bs, prob.batch)
+        prob_run = part
+    else:
+        main, spec_run, cfg_run, variant = b.gemm(spec, cfg, prob, refs, scalars=scalar_alpha_beta)
+        prob_run = prob
+    ran = Choice(spec_run, cfg_run, splits, choice.repack, choice.source)
+    summary = (f"gemmlab: {prob.M}x{prob.N}x{prob.K} batch {prob.batch} -> {spec_run.id} {cfg_run} {variant} "
+               f"split_k {splits} ({choice.source}); " + ", ".join(f"kernel {s.ck.name}" for s in b.steps) +
+               f"; grid {main.grid}")
+    return Plan(steps=b.steps, choice=ran, main=main, variant=variant, ws_floats=b.ws_floats, problem=prob_run,
+                summary=summary)
+
+
+def _round_up(n: int, m: int) -> int:
+    return -(-n // m) * m

@@ -1,0 +1,100 @@
+"""The heuristic for shapes and GPUs with no tuned entry: the waves model (000 §2.3) plus split-K.
+
+For a candidate tile (space.py) and a number of K slices S, a problem of T output tiles makes
+T·S blocks; ``blocks_per_sm`` of them share an SM, so the grid runs in ceil(T·S / (SMs·bps))
+waves (the tail effect: a last wave that is 10% full costs a whole wave). Each block computes
+2·BM·BN·ceil(K/S) FLOP at ``efficiency`` × the SM's FFMA peak shared by the bps blocks, plus a
+fixed cost per block (prologue, pipeline fill, epilogue); an SM holding fewer blocks than it could
+runs each faster but with fewer warps to hide latency (square root of the occupancy). Split-K then adds its reduce kernel:
+it reads S partial products and writes D once, at memory bandwidth, plus a launch. The
+prediction picks the tile and S with the least time; ties go to fewer slices (less memory).
+
+This is what ``stage="auto"`` does on a GPU or shape that ``gemmlab tune`` has not measured,
+and it is the tuner's shortlist: the tuner times the best few predictions instead of all of
+them (docs/dispatch.md).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from . import space
+
+FFMA_PER_SM_CYCLE = 128    # FP32 lanes per SM (sm_70 and later)
+BLOCK_OVERHEAD_S = 2.0e-6  # prologue + pipeline fill + epilogue of one block
+LAUNCH_S = 2.5e-6          # one more kernel in the stream (the split-K reduce)
+MIN_K_SLICE = 128          # a slice shorter than this is all overhead
+
+
+@dataclass(frozen=True)
+class Gpu:
+    sms: int = 132
+    clock_hz: float = 1.98e9
+    bandwidth: float = 3.3e12  # bytes/s a reduce kernel reaches (measured copy: 3.96e12)
+    cc: int = 90
+
+    @property
+    def sm_flops(self) -> float:
+        return 2 * FFMA_PER_SM_CYCLE * self.clock_hz
+
+
+@dataclass(frozen=True)
+class Prediction:
+    candidate: space.Candidate
+    split_k: int
+    seconds: float
+    blocks: int
+    waves: float
+
+    def tflops(self, M, N, K, batch=1) -> float:
+        return 2.0 * M * N * K * batch / self.seconds / 1e12
+
+
+def k_slices(K: int, split_k: int) -> tuple[int, int]:
+    """(slice length, number of slices) as the plan makes them: slices are multiples of 32."""
+    if split_k <= 1 or K <= 0:
+        return K, 1
+    k_split = -(-(-(-K // split_k)) // 32) * 32
+    return k_split, -(-K // k_split)
+
+
+def predict(cand: space.Candidate, M: int, N: int, K: int, batch: int, split_k: int, gpu: Gpu) -> Prediction:
+    bm, bn = cand.tile()
+    bps = cand.blocks_per_sm()
+    k_len, s = k_slices(K, split_k)
+    tiles = math.ceil(M / bm) * math.ceil(N / bn) * batch
+    blocks = tiles * s
+    capacity = gpu.sms * bps
+    waves = blocks / capacity
+    # Blocks sharing an SM in the first wave; fewer than bps get more of it each, but fewer warps
+    # hide less latency: the SM's rate falls like the square root of its occupancy.
+    resident = min(bps, math.ceil(blocks / gpu.sms))
+    sm_rate = cand.efficiency * gpu.sm_flops * math.sqrt(resident / bps)
+    per_block = 2.0 * bm * bn * max(k_len, 1) / (sm_rate / resident) + BLOCK_OVERHEAD_S
+    seconds = math.ceil(waves) * per_block
+    if s > 1:
+        seconds += LAUNCH_S + 4.0 * M * N * batch * (s + 2) / gpu.bandwidth
+    return Prediction(cand, s, seconds, blocks, waves)
+
+
+def rank(M: int, N: int, K: int, batch: int = 1, gpu: Gpu | None = None, *, allow_split: bool = True,
+         candidates=None) -> list[Prediction]:
+    """Every candidate x split, best first (one prediction per distinct slice count)."""
+    gpu = gpu or Gpu()
+    out = []
+    for cand in candidates if candidates is not None else space.candidates(gpu.cc):
+        seen = set()
+        for split in space.SPLITS if allow_split else (1,):
+            if split > 1 and -(-K // split) < MIN_K_SLICE:
+                break
+            p = predict(cand, M, N, K, batch, split, gpu)
+            if p.split_k in seen:
+                continue
+            seen.add(p.split_k)
+            out.append(p)
+    out.sort(key=lambda p: (p.seconds, p.split_k))
+    return out
+
+
+def best(M, N, K, batch=1, gpu=None, *, allow_split=True) -> Prediction:
+    return rank(M, N, K, batch, gpu, allow_split=allow_split)[0]

@@ -1,0 +1,85 @@
+"""The config space the tuner searches and the heuristic ranks (notes 001: autotuning over the
+constraint-filtered configs; the best differs per GPU and shape).
+
+A *candidate* is (stage id, config overrides, relative efficiency): the efficiency is the share
+of an SM's FFMA peak one resident set of blocks reaches in the steady state, the heuristic's
+only per-config number (model.py). Its defaults are estimates from the H200 ladder (s11's
+default 128x256 tile: 49.2 of 66 TFLOPS = 0.75) scaled by the main-loop FFMA share and the warps
+per SM of each tile; ``gemmlab tune`` measures instead of trusting them. Every config here is
+checked against its stage's constraints by the tests, compiles for sm_90 with no local memory,
+and says in ``min_blocks`` how many blocks share an SM.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+SPLITS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    stage: str
+    overrides: dict = field(default_factory=dict, hash=False, compare=False)
+    efficiency: float = 0.5
+    label: str = ""
+
+    def spec(self):
+        from ..stages import get
+
+        return get(self.stage)
+
+    def config(self) -> dict:
+        return self.spec().config(self.overrides)
+
+    def blocks_per_sm(self) -> int:
+        return self.config().get("min_blocks", 1)
+
+    def tile(self) -> tuple[int, int]:
+        cfg = self.config()
+        return cfg["block_m"], cfg["block_n"]
+
+
+def _c(stage, eff, label, **kw):
+    return Candidate(stage, kw, eff, label)
+
+
+# Hopper (TMA) tiles, largest first. Efficiencies: see the module docstring.
+SM90 = (
+    _c("s11", 0.75, "128x256 w64x64 (default)"),
+    _c("s11", 0.76, "128x256 w64x64 ku4", k_unroll=4),  # measured: +1-3% over the default (tune, 2026-12-01)
+    _c("s11", 0.755, "128x256 w64x64 ku8", k_unroll=8),
+    _c("s11", 0.74, "128x256 w64x64 bk16 s8", block_k=16, stages=8),
+    _c("s11", 0.72, "256x128 w64x64", block_m=256, block_n=128, warp_m=64, warp_n=64),
+    _c("s11", 0.73, "256x128 w64x64 ku4", block_m=256, block_n=128, warp_m=64, warp_n=64, k_unroll=4),
+    _c("s11", 0.66, "128x128 w32x64 x2", block_m=128, block_n=128, warp_m=32, warp_n=64, stages=3, min_blocks=2),
+    _c("s11", 0.66, "128x128 w64x64 s3 x2", block_m=128, block_n=128, warp_m=64, warp_n=64, stages=3,
+       min_blocks=2),
+    _c("s11", 0.60, "128x128 w64x64", block_m=128, block_n=128, warp_m=64, warp_n=64),
+    _c("s11", 0.62, "64x256 w32x64", block_m=64, block_n=256, warp_m=32, warp_n=64),
+    _c("s11", 0.58, "64x128 w32x64 x2", block_m=64, block_n=128, warp_m=32, warp_n=64, min_blocks=2),
+    _c("s11", 0.55, "128x64 w32x32 x2", block_m=128, block_n=64, warp_m=32, warp_n=32, min_blocks=2),
+    _c("s11", 0.48, "64x64 w32x32 x3", block_m=64, block_n=64, warp_m=32, warp_n=32, min_blocks=3),
+    _c("s11", 0.30, "32x64 w16x32 x4", block_m=32, block_n=64, warp_m=16, warp_n=32, min_blocks=4),
+)
+
+# Ampere-class (cp.async) tiles: used where TMA cannot run (compute capability 8.x, or operands
+# TMA cannot describe and that are not repacked).
+SM80 = (
+    _c("s10", 0.70, "128x256 w64x64 (default)"),
+    _c("s10", 0.60, "128x128 w32x64 x2", block_m=128, block_n=128, warp_m=32, warp_n=64, stages=3, min_blocks=2),
+    _c("s10", 0.55, "64x128 w32x64 x2", block_m=64, block_n=128, warp_m=32, warp_n=64, stages=3, min_blocks=2),
+    _c("s10", 0.45, "64x64 w32x32 x3", block_m=64, block_n=64, warp_m=32, warp_n=32, stages=3, min_blocks=3),
+    _c("s10", 0.28, "32x64 w16x32 x4", block_m=32, block_n=64, warp_m=16, warp_n=32, stages=3, min_blocks=4),
+)
+
+# Older GPUs: the classic ladder's best config.
+FALLBACK = (_c("s09", 0.6, "s09 default"),)
+
+
+def candidates(cc: int) -> tuple:
+    """The candidates for a GPU of compute capability ``cc`` (x10)."""
+    if cc >= 90:
+        return SM90
+    if cc >= 80:
+        return SM80
+    return FALLBACK

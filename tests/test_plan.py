@@ -1,0 +1,280 @@
+"""The call path: plans, split-K, repacking, the plan cache, graph capture.
+
+CPU: the pieces that need no GPU (slicing rule, repack rule, the reduce kernel's SASS, the
+wrapper's split-K parameters). GPU: every new path fuzzed against float64 on odd shapes and all
+layouts, and the cache and capture rules."""
+import threading
+
+import pytest
+
+from gemmlab.plan import _needs_repack
+from gemmlab.stages import get
+from gemmlab.stages.base import Problem
+from gemmlab.tune import model, space
+
+LAYOUTS = ["nn", "nt", "tn", "tt"]
+
+
+# ---- CPU ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("K,split,expect", [(1000, 4, (256, 4)), (1000, 3, (352, 3)), (100, 8, (32, 4)),
+                                             (64, 1, (64, 1)), (0, 4, (0, 1)), (65536, 64, (1024, 64))])
+def test_k_slices_are_whole_32s_and_cover_k(K, split, expect):
+    k_split, n = model.k_slices(K, split)
+    assert (k_split, n) == expect
+    if n > 1:
+        assert k_split % 32 == 0 and (n - 1) * k_split < K <= n * k_split
+
+
+def test_repack_rule():
+    aligned = Problem.dense(256, 256, 256, a_ptr=1 << 20, b_ptr=2 << 20, d_ptr=3 << 20)
+    assert not _needs_repack(aligned, "a", True) and not _needs_repack(aligned, "b", True)
+    odd = Problem.dense(255, 257, 255, a_ptr=1 << 20, b_ptr=2 << 20, d_ptr=3 << 20)  # rows of 255/257 floats
+    assert _needs_repack(odd, "a", True) and _needs_repack(odd, "b", True)
+    assert not _needs_repack(odd, "a", False)  # unit stride: readable as it is by the scalar path
+    shifted = Problem.dense(256, 256, 256, a_ptr=(1 << 20) + 4, b_ptr=2 << 20, d_ptr=3 << 20)
+    assert _needs_repack(shifted, "a", True) and not _needs_repack(shifted, "b", True)
+    strided = Problem(M=8, N=8, K=8, a_rs=16, a_cs=2, b_rs=8, b_cs=1, ldd=8, a_ptr=1 << 20, b_ptr=2 << 20)
+    assert _needs_repack(strided, "a", False)  # no unit stride: always copied for float4 stages
+
+
+def test_reduce_kernel_compiles_vectorized():
+    from gemmlab.analysis import sass
+    from gemmlab.jit import compile_cubin
+
+    ck = compile_cubin('#include "splitk_reduce.cuh"\n', "gemmlab_splitk_reduce", "sm_90")
+    info = sass.inspect(ck.cubin, ck.name)
+    assert info["local_bytes"] == 0
+    assert info["mix"].get("LDG.E.128", 0) >= 1 and info["mix"].get("STG.E.128", 0) >= 1
+
+
+def test_split_k_problem_grid_and_wrapper():
+    from gemmlab.jit.source import generate
+
+    spec = get("s11")
+    cfg = spec.default_config
+    p = Problem.dense(1024, 1024, 4096, splits=4, k_split=1024, d_ss=1024 * 1024)
+    assert spec.grid(cfg, p) == (32, 4, 1)
+    _, src = generate(spec, cfg, spec.variant(cfg, p))
+    assert "int64 k_split" in src and "blockIdx.y * d_ss" in src and "k0 * a_cs" in src
+    # s11 takes split-K only in whole K tiles (its TMA boxes would read the next slice otherwise)
+    from gemmlab.stages.s11_tma import tma_problems
+
+    ok = Problem.dense(1024, 1024, 4096, splits=4, k_split=1024, d_ss=1024 * 1024, a_ptr=1 << 20, b_ptr=2 << 20)
+    assert not tma_problems(cfg, ok)
+    bad = Problem.dense(1024, 1024, 4096, splits=4, k_split=1000, d_ss=1024 * 1024, a_ptr=1 << 20, b_ptr=2 << 20)
+    assert any("whole K tiles" in m for m in tma_problems(cfg, bad))
+
+
+def test_heuristic_uses_the_machine():
+    gpu = model.Gpu()
+    big = model.best(8192, 8192, 8192, 1, gpu)
+    assert big.split_k == 1 and big.candidate.tile() == (128, 256)
+    small = model.best(1024, 1024, 1024, 1, gpu)
+    assert small.blocks > 32  # the default tile would leave 100 of 132 SMs idle
+    deep = model.best(64, 64, 65536, 1, gpu)
+    assert deep.split_k >= 16  # one tile: only split-K fills the machine
+    for p in model.rank(3000, 5000, 7000, 1, gpu)[:5]:
+        assert p.seconds > 0 and p.blocks >= 1
+
+
+def test_space_configs_are_legal():
+    for cc in (90, 80, 70):
+        for cand in space.candidates(cc):
+            cand.config()  # raises ConfigError if a constraint is broken
+
+
+# ---- GPU ------------------------------------------------------------------------------------
+
+def _check(fn, M, N, K, layout, batch=None, beta=3.0, alpha=0.5, c_layout="row", **kw):
+    import torch
+
+    from gemmlab import check
+
+    a, b, c = check.random_operands(M, N, K, layout, batch, c_layout=c_layout)
+    out = check.poisoned_like(c)
+    fn(a, b, c, alpha=alpha, beta=beta, out=out, **kw)
+    torch.cuda.synchronize()
+    return check.compare(out, check.reference(a, b, c, alpha, beta), K)
+
+
+SPLIT_CASES = [("s11", {}), ("s11", {"block_m": 64, "block_n": 128, "warp_m": 32, "warp_n": 64, "min_blocks": 2}),
+               ("s10", {}), ("s07", {}), ("s01", {})]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("stage,cfg", SPLIT_CASES)
+@pytest.mark.parametrize("M,N,K,split", [(129, 260, 1000, 4), (64, 64, 4097, 16), (257, 33, 95, 3), (7, 300, 64, 2)])
+def test_gpu_split_k(stage, cfg, layout, M, N, K, split):
+    import gemmlab
+
+    r = _check(gemmlab.gemm, M, N, K, layout, stage=stage, config={**cfg, "split_k": split})
+    assert r.correct, r
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("split", [1, 5])
+def test_gpu_split_k_batched_and_beta0(split):
+    import torch
+
+    import gemmlab
+    from gemmlab import check
+
+    r = _check(gemmlab.gemm_batched, 100, 200, 700, "nt", batch=3, stage="s11", config={"split_k": split})
+    assert r.correct, r
+    a, b, _ = check.random_operands(100, 130, 500, "tn")
+    out = torch.full((100, 130), float("nan"), device="cuda")
+    gemmlab.gemm(a, b, out, alpha=2.0, beta=0.0, out=out, stage="s11", config={"split_k": split})
+    torch.cuda.synchronize()
+    assert check.compare(out, check.reference(a, b, None, 2.0, 0.0), 500).correct
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cand", [c for c in space.SM90 + space.SM80], ids=lambda c: c.label)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_gpu_space_configs(cand, layout):
+    """Every tuner config on a shape with edges in M, N and K."""
+    import gemmlab
+
+    r = _check(gemmlab.gemm, 300, 333, 200, layout, stage=cand.stage, config=cand.overrides)
+    assert r.correct, r
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_gpu_repack_unaligned(layout):
+    """Rows of 1023/1025 floats: TMA cannot read them; repack copies them into aligned workspace."""
+    import gemmlab
+
+    r = _check(gemmlab.gemm, 1025, 1023, 1021, layout, stage="s11", config={"repack": 1})
+    assert r.correct, r
+    r = _check(gemmlab.gemm, 1025, 1023, 1021, layout, stage="s11", config={"repack": 1, "split_k": 3})
+    assert r.correct, r
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("M,N,K", [(1024, 1024, 1024), (4095, 4097, 1023), (64, 64, 65536), (1, 4096, 4096),
+                                    (4096, 1, 4096), (1500, 130, 4100), (130, 1500, 4100), (3, 5, 7), (127, 129, 1)])
+def test_gpu_auto(layout, M, N, K):
+    import gemmlab
+
+    r = _check(gemmlab.gemm, M, N, K, layout)
+    assert r.correct, r
+
+
+@pytest.mark.gpu
+def test_gpu_auto_column_major_out_and_batched():
+    import gemmlab
+
+    assert _check(gemmlab.gemm, 700, 300, 900, "tn", c_layout="col").correct
+    assert _check(gemmlab.gemm_batched, 65, 300, 2000, "nt", batch=4).correct
+
+
+@pytest.mark.gpu
+def test_gpu_plan_cache_hit_uses_this_calls_arrays():
+    """Same signature, new arrays: the cached plan must read and write the new ones."""
+    import torch
+
+    import gemmlab
+    from gemmlab import api, check
+
+    for layout in LAYOUTS:
+        outs = []
+        for _ in range(3):
+            a, b, c = check.random_operands(300, 200, 500, layout)
+            outs.append((gemmlab.matmul(a, b), a, b))
+            o2 = torch.full_like(c, float("nan"))
+            gemmlab.gemm(a, b, c, alpha=0.5, beta=3.0, out=o2)
+            torch.cuda.synchronize()
+            assert check.compare(o2, check.reference(a, b, c, 0.5, 3.0), 500).correct
+        torch.cuda.synchronize()
+        for out, a, b in outs:
+            assert check.compare(out, check.reference(a, b, None, 1.0, 0.0), 500).correct
+    assert api.plan_cache_info()["entries"] >= 4
+
+
+@pytest.mark.gpu
+def test_gpu_hit_still_refuses_overlap():
+    import torch
+
+    import gemmlab
+
+    buf = torch.rand(1000, 64, device="cuda")
+    a, b = buf[:64], buf[64:128]
+    gemmlab.gemm(a, b, out=buf[200:264])  # builds the plan
+    with pytest.raises(ValueError, match="out overlaps a"):  # same signature: a plan-cache hit
+        gemmlab.gemm(buf[300:364], b, out=buf[300:364])
+    with pytest.raises(ValueError, match="out overlaps b"):
+        gemmlab.gemm(a, buf[400:464], out=buf[400:464])
+
+
+@pytest.mark.gpu
+def test_gpu_threads_share_plans():
+    import torch
+
+    import gemmlab
+    from gemmlab import check
+
+    errors = []
+
+    def work(seed):
+        try:
+            torch.cuda.set_device(0)
+            s = torch.cuda.Stream()
+            with torch.cuda.stream(s):
+                for i in range(20):
+                    a, b, _ = check.random_operands(256, 192, 320, LAYOUTS[(seed + i) % 4], seed=seed * 100 + i)
+                    out = gemmlab.matmul(a, b)
+                    s.synchronize()
+                    r = check.compare(out, check.reference(a, b, None, 1.0, 0.0), 320)
+                    if not r.correct:
+                        errors.append(r)
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:3]
+
+
+@pytest.mark.gpu
+def test_gpu_graph_capture():
+    import torch
+
+    import gemmlab
+    from gemmlab import check
+    from gemmlab.plan import NotReady
+
+    a, b, c = check.random_operands(512, 384, 1000, "nt")
+    out = torch.empty(512, 384, device="cuda")
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        gemmlab.gemm(a, b, c, alpha=0.5, beta=3.0, out=out, config={"split_k": 3})  # warm-up: compile, load
+        gemmlab.matmul(a, b)
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        gemmlab.gemm(a, b, c, alpha=0.5, beta=3.0, out=out, config={"split_k": 3})
+        fresh = gemmlab.matmul(a, b)
+    for _ in range(2):
+        a.copy_(torch.rand_like(a) * 2 - 1)
+        c.copy_(torch.rand_like(c))
+        out.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        assert check.compare(out, check.reference(a, b, c, 0.5, 3.0), 1000).correct
+        assert check.compare(fresh, check.reference(a, b, None, 1.0, 0.0), 1000).correct
+    # A shape never run before: its kernel is not loaded, so capture refuses with a clear error.
+    cfg = {"block_m": 32, "block_n": 64, "warp_m": 16, "warp_n": 32, "min_blocks": 4, "stages": 2,
+           "k_unroll": 1, "group_m": 3}  # a config no other test runs
+    g2 = torch.cuda.CUDAGraph()
+    with pytest.raises(NotReady, match="warm-up"):
+        with torch.cuda.graph(g2):
+            gemmlab.matmul(a[:100, :100], b[:100, :100], stage="s10", config=cfg)
