@@ -44,7 +44,8 @@ class NotReady(GemmlabError):
 @dataclass(frozen=True)
 class Choice:
     """What runs a problem: a stage at a config, split into ``split_k`` slices of K (1: none),
-    with operands repacked into aligned workspace copies when ``repack`` and they need it."""
+    with operands repacked when ``repack``: a K-major B transposed into a row-major copy, and
+    operands whose rows are not 16-byte aligned copied into aligned workspace."""
 
     spec: object
     config: dict
@@ -147,6 +148,7 @@ def kernel_for(spec, cfg, variant, arch) -> CompiledKernel:
 
 _COPY_SRC = '#include "common.cuh"\n'
 _REDUCE_SRC = '#include "splitk_reduce.cuh"\n'
+_TRANSPOSE_SRC = '#include "transpose.cuh"\n'
 
 
 def _ready_kernel(src: str, name: str, arch: str, dev: int, smem: int, capturing: bool):
@@ -194,6 +196,15 @@ class _Builder:
         values = [0, 0, rows, cols, batch, *s_src, *s_dst]
         self.add(label, _COPY_SRC, "gemmlab_copy", self.arch, (blocks, 1, 1), 256, 0, kinds, values,
                  [(0, *src_ref), (1, *dst_ref)])
+
+    # -- K-major B into a row-major copy ------------------------------------------------------
+    def transpose(self, label, src_ref, dst_ref, rows, cols, batch, src_bs, src_cs, dst_bs, dst_ld):
+        tiles = -(-rows // 32) * -(-cols // 32)
+        blocks = max(1, min(tiles, 132 * 16))
+        kinds = ["ptr", "ptr"] + ["i64"] * 7
+        values = [0, 0, rows, cols, batch, src_bs, src_cs, dst_bs, dst_ld]
+        self.add(label, _TRANSPOSE_SRC, "gemmlab_transpose", self.arch, (blocks, 1, min(batch, 65535)), 256, 0,
+                 kinds, values, [(0, *src_ref), (1, *dst_ref)])
 
     # -- the split-K reduce ----------------------------------------------------------------------
     def reduce(self, ws_ref, d_ref, M, N, splits, ws_ld, ws_ss, ws_bs, d_rs, d_cs, d_bs, batch):
@@ -252,6 +263,11 @@ def _round4(n: int) -> int:
     return -(-n // 4) * 4
 
 
+def _b_k_major(prob: Problem) -> bool:
+    """B stored K-major (unit stride along K, N > 1 columns apart): the [n][k] layout."""
+    return prob.b_rs == 1 and prob.b_cs != 1 and prob.N > 1 and prob.K > 1
+
+
 def _needs_repack(prob: Problem, which: str, for_alignment: bool) -> bool:
     """An operand with no unit stride always; with ``for_alignment`` also one whose rows (or batch
     stride, or base) are not 16-byte aligned (float4 and TMA then cannot read it)."""
@@ -279,6 +295,15 @@ def build(choice: Choice, prob: Problem, refs: dict, dev: int, *, scalar_alpha_b
         b.copy("c into out", ("c", 0), ("out", 0), *c_copy)
 
     # Repack operands the stage's fast paths cannot read as they are.
+    if spec.aligned_path and prob.K > 0 and choice.repack and _b_k_major(prob):
+        # A K-major B becomes a row-major (N-major) copy: the layout the kernels read fastest.
+        ld = _round4(prob.N)
+        per = _round4(prob.K * ld)
+        nb = prob.batch if prob.b_bs else 1
+        off = b.ws_region(per * nb)
+        b.transpose("transpose b", refs["b"], ("ws", off), prob.K, prob.N, nb, prob.b_bs, prob.b_cs, per, ld)
+        refs["b"] = ("ws", off)
+        prob = replace(prob, b_rs=ld, b_cs=1, b_bs=per if prob.b_bs else 0, b_ptr=0)
     if spec.aligned_path and prob.K > 0:
         for which in ("a", "b"):
             if not _needs_repack(prob, which, choice.repack):

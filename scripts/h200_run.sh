@@ -49,12 +49,16 @@ for what in "$@"; do
       python3 -m gemmlab bench --overhead --out "$RES/overhead" 2>&1 | tee "$RES/overhead.txt" | tail -20 ;;
     skinny)
       step "skinny kernel bandwidth"
-      python3 .carry/skinny_bw.py 2>&1 | tee "$RES/skinny.txt" | tail -30 ;;
+      python3 scripts/skinny_bandwidth.py 2>&1 | tee "$RES/skinny.txt" | tail -30 ;;
+    ncu)
+      step "ncu: gemmlab auto vs cuBLAS on the shapes that fall short"
+      bash scripts/ncu_short.sh 2>&1 | tee "$RES/ncu_short.txt" | tail -40 ;;
     probe)
       step "bank probe"
       python3 -m gemmlab bank-probe --out "$RES/bank-probe" 2>&1 | tee "$RES/bank-probe.txt" | tail -30 ;;
     *) echo "unknown step $what" ;;
   esac
+  tar czf "$OUT/results.tgz" -C "$RES" . 2>/dev/null  # after every step: a timeout keeps what ran
 done
 tar czf "$OUT/results.tgz" -C "$RES" . 2>/dev/null
 printf '%s\n' "${summary[@]}"

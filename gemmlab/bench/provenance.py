@@ -211,10 +211,15 @@ def _git(*args) -> str | None:
 def git_state() -> dict:
     """{"commit", "dirty", "changed_files"}: the checkout's HEAD and whether any file differs from
     it (tracked changes and untracked files). GEMMLAB_GIT_COMMIT stands in for the commit where
-    the code runs from a copy without .git (the dirty flag is then null)."""
+    the code runs from a copy without .git, and overrides the checkout's HEAD when set (a copy
+    whose .git is not the code's: the H200 machine's copy of a working tree); the dirty flag is
+    then null."""
+    env = os.environ.get("GEMMLAB_GIT_COMMIT")
+    if env:
+        return {"commit": env, "dirty": None, "changed_files": None}
     head = _git("rev-parse", "HEAD")
     if head is None:
-        return {"commit": os.environ.get("GEMMLAB_GIT_COMMIT") or None, "dirty": None, "changed_files": None}
+        return {"commit": None, "dirty": None, "changed_files": None}
     status = _git("status", "--porcelain", "--untracked-files=normal") or ""
     changed = [ln[3:] for ln in status.splitlines() if ln.strip()]
     return {"commit": head.strip(), "dirty": bool(changed), "changed_files": changed[:50]}
