@@ -50,6 +50,9 @@ for what in "$@"; do
     skinny)
       step "skinny kernel bandwidth"
       python3 scripts/skinny_bandwidth.py 2>&1 | tee "$RES/skinny.txt" | tail -30 ;;
+    diag)
+      step "overhead breakdown"
+      python3 scripts/overhead_breakdown.py 2>&1 | tee "$RES/ovh_diag.txt" | tail -20 ;;
     ncu)
       step "ncu: gemmlab auto vs cuBLAS on the shapes that fall short"
       bash scripts/ncu_short.sh 2>&1 | tee "$RES/ncu_short.txt" | tail -40 ;;
