@@ -19,8 +19,7 @@ launch cost; at 1024³ the end-to-end number is the kernels' time.
 ``api_vs_kernel``: at 4096³, ``gemmlab.matmul(a, b, out=out)`` timed through the public API with
 the ladder's harness (gemmlab/bench/timing.py: CUDA events around each call, L2 flushed before
 each, median) next to ``torch.mm(a, b, out=out)`` timed the same way, and the kernel without the
-API where the plan layer provides it (``gemmlab.api.plan_for`` or ``gemmlab.api.prepare``: a
-callable that enqueues exactly the work of that call). The API path should be within 2% of the
+API (``gemmlab.api.prepare``: a callable that enqueues exactly the work of that call). The API path should be within 2% of the
 kernel alone.
 
 torch is imported inside the functions: this module imports on machines without it.
@@ -146,25 +145,15 @@ def _check(fn, ref, k: int):
 
 def kernel_only_launch(a, b, out):
     """(callable, None): enqueues the kernel(s) of ``gemmlab.matmul(a, b, out=out)`` without the
-    API's per-call work, from the plan layer (``gemmlab.api.plan_for(a, b, out=out)``, or
-    ``gemmlab.api.prepare(a, b, out=out)`` -> (plan, launch)); (None, reason) where there is none."""
+    API's per-call work (``gemmlab.api.prepare``: the same plan, bound to these arrays);
+    (None, reason) if that fails."""
     from .. import api
 
-    for name in ("plan_for", "prepare"):
-        fn = getattr(api, name, None)
-        if fn is None:
-            continue
-        try:
-            got = fn(a, b, out=out)
-        except Exception as e:
-            return None, f"gemmlab.api.{name} failed: {type(e).__name__}: {e}"[:300]
-        launch = got[-1] if isinstance(got, tuple) else got
-        if not callable(launch):
-            launch = getattr(launch, "launch", None)
-        if callable(launch):
-            return launch, None
-        return None, f"gemmlab.api.{name} returned {type(got).__name__}, which cannot be launched"
-    return None, "the plan layer (gemmlab.api.plan_for / prepare) is not available in this version"
+    try:
+        _, launch = api.prepare(a, b, out=out)
+    except Exception as e:
+        return None, f"gemmlab.api.prepare failed: {type(e).__name__}: {e}"[:300]
+    return launch, None
 
 
 def _timed(launch, policy, flush, read_clock) -> dict:
