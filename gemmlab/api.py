@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import arrays, device as _device
 from .errors import ConfigError
@@ -142,16 +142,27 @@ def _gemm(a, b, c, alpha, beta, out, stage, config, stream, batched):
         raise TypeError(f"alpha, beta: numbers expected, got {alpha!r}, {beta!r}") from None
     if _stamp is not None or _env("GEMMLAB_DEV"):
         _dev_check()
+    entry, ptrs = _lookup(a, b, c, alpha, beta, out, stage, config, stream, batched)
+    return _execute(entry, a, out, ptrs, alpha, beta, stream)
+
+
+def _lookup(a, b, c, alpha, beta, out, stage, config, stream, batched):
+    """(cache entry, {source: pointer}) for this call: a plan-cache hit, else every check and a
+    new plan (remembered when the call can be keyed)."""
     key, ptrs = _signature(a, b, c, out, alpha, beta, stage, config, batched)
     entry = _plans.get(key) if key is not None else None  # a dict read: safe without the lock
     if entry is None:
         entry = _build_entry(a, b, c, alpha, beta, out, stage, config, stream, batched)
         if key is not None:
             _remember(key, entry)
-        if ptrs is None:
-            ptrs = {"a": _ptr(a), "b": _ptr(b), "c": _ptr(c) if c is not None else None,
-                    "out": _ptr(out) if out is not None else None}
-    return _execute(entry, a, out, ptrs, alpha, beta, stream)
+    if ptrs is None:
+        ptrs = {"a": _ptr(a), "b": _ptr(b), "c": _ptr(c) if c is not None else None,
+                "out": _ptr(out) if out is not None else None}
+    return entry, ptrs
+
+
+def _stream_of(e: "_Entry", stream, like) -> int:
+    return arrays.stream_handle(stream) if stream is not None else _current_stream(e.kind, e.device, like)
 
 
 def _remember(key, entry) -> None:
@@ -170,7 +181,7 @@ def _ptr(x) -> int:
 def _execute(e: _Entry, a, out, ptrs, alpha, beta, stream):
     if out is None:
         out = _allocate(e.kind, e.out_shape, e.device, a)
-        ptrs["out"] = out.data_ptr() if e.kind == "torch" else _ptr(out)
+        ptrs["out"] = _ptr(out)
     else:
         po = ptrs["out"]
         o0, o1 = po + e.spans["out"][0], po + e.spans["out"][1]
@@ -183,10 +194,7 @@ def _execute(e: _Entry, a, out, ptrs, alpha, beta, stream):
     plan = e.plan
     if plan is None:
         return out
-    if stream is None:
-        stream_h = _current_stream(e.kind, e.device, a)
-    else:
-        stream_h = arrays.stream_handle(stream)
+    stream_h = _stream_of(e, stream, a)
     ws = None
     if plan.ws_floats:
         ws = _allocate(e.kind, (plan.ws_floats,), e.device, a)
@@ -199,15 +207,15 @@ def _execute(e: _Entry, a, out, ptrs, alpha, beta, stream):
     return out
 
 
-_environ_data = getattr(os.environ, "_data", None)
+_environ_data = getattr(os.environ, "_data", None)  # the mapping behind os.environ (bytes keys on POSIX)
+_environ_bytes = os.name == "posix"
 
 
 def _env(name: str) -> bool:
     """Whether ``name`` is set, at a dict lookup's cost (this runs on every call)."""
-    if _environ_data is not None:
-        return name.encode() in _environ_data if isinstance(next(iter(_environ_data), b""), bytes) \
-            else name in _environ_data
-    return name in os.environ
+    if _environ_data is None:
+        return name in os.environ
+    return (name.encode() if _environ_bytes else name) in _environ_data
 
 
 def _print_config() -> bool:
@@ -421,21 +429,19 @@ def _build_entry(a, b, c, alpha, beta, out, stage, config, stream, batched) -> _
     prob = Problem(M=m, N=n, K=K if alpha != 0.0 else 0, a_rs=a_rs, a_cs=a_cs, b_rs=b_rs, b_cs=b_cs,
                    ldd=ldd, batch=batch, a_bs=a_bs, b_bs=b_bs, d_bs=so[0] if batch > 1 else 0,
                    a_ptr=pa, b_ptr=pb, d_ptr=out_ptr, alpha=alpha, beta=beta if vc is not None else 0.0)
-    allow_ws = va.kind != "cai"
+    allow_ws = va.kind != "cai"  # a workspace is allocated with the arrays' framework
     if spec is None:
         from . import dispatch
 
         choice = dispatch.choose(prob, dev, allow_workspace=allow_ws, config=cfg or None)
-        if plan_cfg:
-            choice = Choice(choice.spec, choice.config, plan_cfg.get("split_k", choice.split_k),
-                            bool(plan_cfg.get("repack", choice.repack)), choice.source)
     else:
-        choice = Choice(spec, cfg, plan_cfg.get("split_k", 1), bool(plan_cfg.get("repack", 0)), "explicit")
-    if not allow_ws and (choice.split_k > 1 or choice.repack):
-        if plan_cfg:
+        choice = Choice(spec, cfg, source="explicit")
+    if plan_cfg:
+        choice = replace(choice, split_k=plan_cfg.get("split_k", choice.split_k),
+                         repack=bool(plan_cfg.get("repack", choice.repack)))
+        if not allow_ws and (choice.split_k > 1 or choice.repack):
             raise ConfigError("split_k and repack need a workspace, which gemmlab allocates with torch or CuPy; "
                               "these arrays are neither")
-        choice = Choice(choice.spec, choice.config, 1, False, choice.source)
     entry.plan = _build_plan(choice, prob, refs, dev, capturing=capturing, c_copy=c_copy)
     return entry
 
@@ -450,23 +456,15 @@ def prepare(a, b, c=None, alpha=1.0, beta=0.0, out=None, *, stage="auto", config
     alpha, beta = float(alpha), float(beta)
     if out is None:
         raise ValueError("prepare: pass out= (the callable writes into it every time)")
-    key, _ = _signature(a, b, c, out, alpha, beta, stage, config, batched)
-    entry = _plans.get(key) if key is not None else None
-    if entry is None:
-        entry = _build_entry(a, b, c, alpha, beta, out, stage, config, stream, batched)
-        if key is not None:
-            _remember(key, entry)
+    entry, ptrs = _lookup(a, b, c, alpha, beta, out, stage, config, stream, batched)
     plan = entry.plan
     if plan is None:
         return None, (lambda: None)
-    ptrs = {"a": _ptr(a), "b": _ptr(b), "out": _ptr(out)}
-    if c is not None:
-        ptrs["c"] = _ptr(c)
     ws = None
     if plan.ws_floats:
         ws = _allocate(entry.kind, (plan.ws_floats,), entry.device, a)
         ptrs["ws"] = _ptr(ws)
-    stream_h = arrays.stream_handle(stream) if stream is not None else _current_stream(entry.kind, entry.device, a)
+    stream_h = _stream_of(entry, stream, a)
     enqueue = plan.bind(ptrs, alpha, beta if entry.beta_used else 0.0, stream_h)
 
     def launch():

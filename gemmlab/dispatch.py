@@ -85,11 +85,9 @@ def choose(p: Problem, dev: int = 0, *, allow_workspace: bool = True, config=Non
     M, N, K, batch = p.M, p.N, p.K, p.batch
 
     # 1. Skinny: M or N <= 16.
-    try:
-        from .stages import skinny
-    except ImportError:
-        skinny = None
-    if skinny is not None and K > 0 and skinny.applies(M, N):
+    from .stages import skinny
+
+    if K > 0 and skinny.applies(M, N):
         cfg, split = skinny.choose(p, gpu.sms)
         if not allow_workspace:
             split = 1

@@ -23,15 +23,15 @@ import math
 import threading
 from dataclasses import dataclass, field, replace
 
-import numpy as np
-
 from . import device as _device
 from .errors import ConfigError, GemmlabError
 from .jit import compile_cubin
 from .jit import launch as _launch
 from .jit.compiler import CompiledKernel
 from .jit.source import COMMON_PARAMS, generate
-from .stages.base import Problem
+from .stages.base import Problem, k_slices
+from .stages.s10_cp_async import operand_vec_aligned
+from .stages.tensor_map import TensorMapArg, TensorMapDescriptor
 
 INT32_MAX = 2**31 - 1
 WS_ALIGN = 64  # floats (256 bytes) between workspace regions
@@ -58,21 +58,9 @@ class Choice:
                 "repack": self.repack, "source": self.source}
 
 
-@dataclass(frozen=True)
-class TensorMapArg:
-    """A TMA descriptor kernel parameter over operand ``operand`` ("a" or "b" of the Problem),
-    outermost first; the plan re-encodes it whenever that operand's address changes."""
-
-    operand: str
-    shape: tuple
-    strides: tuple
-    box: tuple
-    swizzle: int
-
-
 class Step:
     """One kernel launch with slots. ``ptr_slots``: (param index, source, byte offset);
-    ``scalar_slots``: (param index, "alpha" | "beta"); ``tmaps``: (TensorMapSlot, source, offset)."""
+    ``scalar_slots``: (param index, "alpha" | "beta"); ``tmaps``: (TensorMapDescriptor, source, offset)."""
 
     __slots__ = ("label", "ck", "fn", "ctx", "grid", "block", "smem", "params", "ptr_slots", "scalar_slots",
                  "tmaps")
@@ -104,7 +92,6 @@ class Plan:
     main: Step | None = None          # the GEMM kernel's step (for reports)
     variant: dict = field(default_factory=dict)
     ws_floats: int = 0
-    problem: Problem | None = None    # the kernel-level problem (pointers of the building call)
     summary: str = ""                 # what GEMMLAB_PRINT_CONFIG prints for every call
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -236,21 +223,14 @@ class _Builder:
         tmaps = []
         for extra in spec.extra_args(cfg, variant, prob):
             if isinstance(extra, TensorMapArg):
-                slot = _launch.TensorMapSlot(extra.shape, extra.strides, extra.box, extra.swizzle)
+                slot = TensorMapDescriptor(extra.shape, extra.strides, extra.box, extra.swizzle)
                 kinds.append(slot)
                 values.append(None)
                 tmaps.append((slot, *refs[extra.operand]))
-            elif isinstance(extra, np.int32):
-                kinds.append("i32")
-                values.append(int(extra))
-            elif isinstance(extra, np.int64):
-                kinds.append("i64")
-                values.append(int(extra))
-            elif isinstance(extra, np.float32):
-                kinds.append("f32")
-                values.append(float(extra))
-            else:
-                raise TypeError(f"stage {spec.id}: extra kernel argument of type {type(extra).__name__}")
+            else:  # numpy-typed scalars
+                kind = _launch.kind_of(extra)
+                kinds.append(kind)
+                values.append(float(extra) if kind == "f32" else int(extra))
         n_common = 3 + len(COMMON_PARAMS)
         scalar_slots = [(n_common, "alpha"), (n_common + 1, "beta")] if scalars else []
         step = self.add(spec.id, src, name, spec.compile_arch(cfg, self.arch), grid, spec.threads(cfg),
@@ -275,16 +255,11 @@ def _needs_repack(prob: Problem, which: str, for_alignment: bool) -> bool:
     rows, cols = (prob.M, prob.K) if which == "a" else (prob.K, prob.N)
     if not (rs == 1 or cs == 1) and rows > 1 and cols > 1:
         return True
-    if not for_alignment:
-        return False
-    ptr, bs = getattr(prob, f"{which}_ptr"), getattr(prob, f"{which}_bs")
-    lead = rs if cs == 1 else cs
-    outer = rows if cs == 1 else cols
-    return bool(ptr % 16 or (outer > 1 and lead % 4) or (prob.batch > 1 and bs % 4))
+    return for_alignment and not operand_vec_aligned(prob, which)
 
 
-def build(choice: Choice, prob: Problem, refs: dict, dev: int, *, scalar_alpha_beta: bool = True,
-          capturing: bool = False, c_copy: tuple | None = None) -> Plan:
+def build(choice: Choice, prob: Problem, refs: dict, dev: int, *, capturing: bool = False,
+          c_copy: tuple | None = None) -> Plan:
     """Turn a choice for the kernel-level problem ``prob`` into a plan. ``refs`` maps the problem's
     operands "a", "b" and "d" to (source, byte offset); ``prob``'s pointers are those of the
     building call (they decide nothing that the signature does not fix: alignment only)."""
@@ -326,10 +301,7 @@ def build(choice: Choice, prob: Problem, refs: dict, dev: int, *, scalar_alpha_b
             prob = replace(prob, **{f"{which}_rs": new_rs, f"{which}_cs": new_cs, f"{which}_bs": per if bs else 0,
                                     f"{which}_ptr": 0})
 
-    splits, k_split = 1, 0
-    if choice.split_k > 1 and prob.K > 0:
-        k_split = _round_up(-(-prob.K // choice.split_k), 32)
-        splits = -(-prob.K // k_split)
+    k_split, splits = k_slices(prob.K, choice.split_k)
     if splits > 1:
         ws_ld = _round4(prob.N)
         ws_ss = _round4(prob.M * ws_ld)
@@ -340,17 +312,11 @@ def build(choice: Choice, prob: Problem, refs: dict, dev: int, *, scalar_alpha_b
         main, spec_run, cfg_run, variant = b.gemm(spec, cfg, part, {**refs, "d": ("ws", off)}, scalars=False)
         b.reduce(("ws", off), refs["d"], prob.M, prob.N, splits, ws_ld, ws_ss, ws_bs, prob.ldd, 1,
                  prob.d_bs, prob.batch)
-        prob_run = part
     else:
-        main, spec_run, cfg_run, variant = b.gemm(spec, cfg, prob, refs, scalars=scalar_alpha_beta)
-        prob_run = prob
+        main, spec_run, cfg_run, variant = b.gemm(spec, cfg, prob, refs, scalars=True)
     ran = Choice(spec_run, cfg_run, splits, choice.repack, choice.source)
     summary = (f"gemmlab: {prob.M}x{prob.N}x{prob.K} batch {prob.batch} -> {spec_run.id} {cfg_run} {variant} "
                f"split_k {splits} ({choice.source}); " + ", ".join(f"kernel {s.ck.name}" for s in b.steps) +
                f"; grid {main.grid}")
-    return Plan(steps=b.steps, choice=ran, main=main, variant=variant, ws_floats=b.ws_floats, problem=prob_run,
-                summary=summary)
+    return Plan(steps=b.steps, choice=ran, main=main, variant=variant, ws_floats=b.ws_floats, summary=summary)
 
-
-def _round_up(n: int, m: int) -> int:
-    return -(-n // m) * m

@@ -122,15 +122,15 @@ def _candidates(a, b, out_g, out_t):
 
 
 def _operands(n: int, dev: int, seed: int):
-    """a, b (N x N, uniform in [-1, 1)), their float64 product, and two outputs for the out= calls."""
+    """a, b (N x N, gemmlab.check's random operands), their float64 product, and two outputs for
+    the out= calls."""
     import torch
 
-    where = f"cuda:{dev}"
-    g = torch.Generator(device=where)
-    g.manual_seed(seed)
-    a = torch.rand((n, n), generator=g, device=where) * 2 - 1
-    b = torch.rand((n, n), generator=g, device=where) * 2 - 1
-    return a, b, (a.double() @ b.double()), torch.empty((n, n), device=where), torch.empty((n, n), device=where)
+    from .. import check
+
+    a, b, _ = check.random_operands(n, n, n, "nn", device=f"cuda:{dev}", seed=seed)
+    out = [torch.empty((n, n), device=f"cuda:{dev}") for _ in range(2)]
+    return a, b, check.reference(a, b, None, 1.0, 0.0), out[0], out[1]
 
 
 def _check(fn, ref, k: int):

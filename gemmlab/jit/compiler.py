@@ -74,7 +74,7 @@ def _includes_of(text: str) -> tuple:
     return tuple(_INCLUDE_RE.findall(text))
 
 
-_header_text: dict[str, tuple] = {}  # path -> (unused, bytes): headers read by this process
+_header_text: dict[str, bytes] = {}  # path -> contents: the headers this process has read
 
 
 def dev_mode() -> bool:
@@ -87,9 +87,9 @@ def _read_header(path: Path) -> bytes:
     key = str(path)
     hit = _header_text.get(key)
     if hit is not None and not dev_mode():
-        return hit[1]
+        return hit
     data = path.read_bytes()  # FileNotFoundError for a missing header
-    _header_text[key] = (0, data)
+    _header_text[key] = data
     return data
 
 

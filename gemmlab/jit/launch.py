@@ -1,8 +1,10 @@
-"""Load cubins into a device's context and launch them on a caller's stream (cuda.core)."""
+"""Load cubins into a device's context (cuda.core) and launch them on a caller's stream with
+one ctypes ``cuLaunchKernel`` (the plans of gemmlab/plan.py, and :func:`launch` for one-off
+micro-kernels)."""
 from __future__ import annotations
 
+import ctypes
 import threading
-from dataclasses import dataclass
 
 from .compiler import CompiledKernel
 
@@ -46,46 +48,6 @@ def _raise_dynamic_smem(kernel, device_id: int, nbytes: int, key) -> None:
     _smem_set[key] = nbytes
 
 
-def stream_object(handle: int):
-    from cuda.core import Stream
-
-    return Stream.from_handle(int(handle))
-
-
-@dataclass
-class Launch:
-    """One kernel launch, fully resolved: what ``gemmlab.gemm`` enqueues and the benchmark repeats.
-    ``args`` are already converted (pointers as np.uint64, int64 as np.int64, float as np.float32)."""
-
-    ck: CompiledKernel
-    device: int
-    stream: int
-    grid: tuple
-    block: int
-    smem: int
-    args: list
-
-    def bind(self):
-        """A no-argument callable that enqueues this launch; the kernel is loaded, its shared-memory
-        limit raised and the launch config built once, so repeating it costs only the launch."""
-        from cuda.core import LaunchConfig, launch as cc_launch
-
-        kernel, _ = load(self.ck, self.device)
-        _raise_dynamic_smem(kernel, self.device, self.smem, (self.ck.key, self.device))
-        cfg = LaunchConfig(grid=tuple(int(g) for g in self.grid), block=int(self.block), shmem_size=int(self.smem))
-        stream, args = stream_object(self.stream), tuple(self.args)
-
-        def enqueue():
-            cc_launch(stream, cfg, kernel, *args)
-
-        return enqueue
-
-
-def launch(ck: CompiledKernel, device_id: int, stream_handle: int, grid, block, smem: int, args) -> None:
-    """Launch once (see :class:`Launch`)."""
-    Launch(ck, device_id, stream_handle, tuple(grid), int(block), int(smem), list(args)).bind()()
-
-
 # ---- the fast path: one ctypes call per launch ----------------------------------------------
 #
 # A call of gemmlab.gemm that hits the plan cache (gemmlab/plan.py) costs: fill the pointer and
@@ -93,8 +55,6 @@ def launch(ck: CompiledKernel, device_id: int, stream_handle: int, grid, block, 
 # the parameters' sizes from the kernel image, so a buffer is just an array of pointers to the
 # values. Nothing here allocates device memory, synchronizes or compiles: it is safe under CUDA
 # graph capture.
-
-import ctypes  # noqa: E402
 
 _libcuda = None
 
@@ -121,7 +81,7 @@ def libcuda():
     return _libcuda
 
 
-def _check(err: int, what: str) -> None:
+def check_result(err: int, what: str) -> None:
     if err:
         from cuda.bindings import driver
 
@@ -134,14 +94,14 @@ def _check(err: int, what: str) -> None:
 
 def current_context() -> int:
     ctx = ctypes.c_void_p()
-    _check(libcuda().cuCtxGetCurrent(ctypes.byref(ctx)), "cuCtxGetCurrent")
+    check_result(libcuda().cuCtxGetCurrent(ctypes.byref(ctx)), "cuCtxGetCurrent")
     return ctx.value or 0
 
 
 def stream_capturing(stream: int) -> bool:
     """Whether ``stream`` is being captured into a CUDA graph (the legacy stream 0 never is)."""
     status = ctypes.c_int(0)
-    _check(libcuda().cuStreamIsCapturing(ctypes.c_void_p(stream or None), ctypes.byref(status)),
+    check_result(libcuda().cuStreamIsCapturing(ctypes.c_void_p(stream or None), ctypes.byref(status)),
            "cuStreamIsCapturing")
     return status.value != 0
 
@@ -159,7 +119,7 @@ def function(ck: CompiledKernel, device_id: int, smem: int) -> tuple[int, int]:
     from cuda.bindings import driver
 
     kernel, _ = load(ck, device_id)
-    _raise_dynamic_smem(kernel, device_id, smem, key)
+    _raise_dynamic_smem(kernel, device_id, smem, key)  # the CUkernel's limit: cuda.core's occupancy queries
     ctx = current_context()
     h = kernel.handle
     if isinstance(h, driver.CUkernel):
@@ -168,7 +128,7 @@ def function(ck: CompiledKernel, device_id: int, smem: int) -> tuple[int, int]:
             raise RuntimeError(f"gemmlab: cuKernelGetFunction({ck.name}) failed: {err}")
     else:
         fn = h
-    if smem > _MAX_STATIC_DYNAMIC:
+    if smem > _MAX_STATIC_DYNAMIC:  # and the CUfunction's: what cuLaunchKernel launches
         attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
         (err,) = driver.cuFuncSetAttribute(fn, attr, smem)
         if err != driver.CUresult.CUDA_SUCCESS:
@@ -183,37 +143,11 @@ def is_loaded(ck_key: str, device_id: int) -> bool:
     return (ck_key, device_id) in _functions
 
 
-class TensorMapSlot:
-    """A CUtensorMap kernel parameter (128 bytes, 64-byte aligned) re-encoded when its base
-    address changes: shape/strides/box are fixed per plan, only the pointer moves."""
-
-    def __init__(self, shape, strides, box, swizzle_bytes: int):
-        self.raw = ctypes.create_string_buffer(128 + 64)
-        self.addr = (ctypes.addressof(self.raw) + 63) // 64 * 64
-        rank = len(shape)
-        # The driver's order is innermost first; strides exclude the innermost (unit) one, in bytes.
-        self.rank = rank
-        self.dims = (ctypes.c_uint64 * rank)(*reversed([int(n) for n in shape]))
-        self.strides = (ctypes.c_uint64 * max(rank - 1, 1))(*reversed([int(s) * 4 for s in strides[:-1]]))
-        self.box = (ctypes.c_uint * rank)(*reversed([int(b) for b in box]))
-        self.elem = (ctypes.c_uint * rank)(*([1] * rank))
-        self.swizzle = {0: 0, 32: 1, 64: 2, 128: 3}[swizzle_bytes]
-        self.ptr = None
-
-    def encode(self, ptr: int) -> None:
-        if ptr == self.ptr:
-            return
-        err = libcuda().cuTensorMapEncodeTiled(
-            ctypes.c_void_p(self.addr), 7, self.rank, ctypes.c_void_p(ptr), self.dims, self.strides, self.box,
-            self.elem, 0, self.swizzle, 3, 0)  # FLOAT32, no interleave, swizzle, L2 256B promotion, zero fill
-        _check(err, "cuTensorMapEncodeTiled")
-        self.ptr = ptr
-
-
 class ParamBuffer:
     """Host storage for one launch's kernel parameters and the void*[] the driver reads.
 
-    ``kinds`` per parameter: "ptr" (u64), "i64", "f32", "i32" or a TensorMapSlot."""
+    ``kinds`` per parameter: "ptr" (u64), "i64", "f32", "i32", or an object with an ``addr``
+    (a stages.tensor_map.TensorMapDescriptor: its own 128-byte storage)."""
 
     _CT = {"ptr": ctypes.c_uint64, "i64": ctypes.c_int64, "f32": ctypes.c_float, "i32": ctypes.c_int32}
 
@@ -221,7 +155,7 @@ class ParamBuffer:
         self.values = []
         addrs = []
         for kind, v in zip(kinds, values):
-            if isinstance(kind, TensorMapSlot):
+            if not isinstance(kind, str):
                 self.values.append(kind)
                 addrs.append(kind.addr)
             else:
@@ -244,11 +178,33 @@ def launch_raw(fn: int, ctx: int, grid, block: int, smem: int, stream: int, para
     prev = ctypes.c_void_p()
     lib.cuCtxGetCurrent(ctypes.byref(prev))
     if (prev.value or 0) == ctx:
-        _check(err, "cuLaunchKernel")
-    _check(lib.cuCtxSetCurrent(ctypes.c_void_p(ctx)), "cuCtxSetCurrent")
+        check_result(err, "cuLaunchKernel")
+    check_result(lib.cuCtxSetCurrent(ctypes.c_void_p(ctx)), "cuCtxSetCurrent")
     try:
         err = lib.cuLaunchKernel(fn, grid[0], grid[1], grid[2], block, 1, 1, smem, stream, params.address, None)
     finally:
         if prev.value:
             lib.cuCtxSetCurrent(prev)
-    _check(err, "cuLaunchKernel")
+    check_result(err, "cuLaunchKernel")
+
+
+_NUMPY_KINDS = {"uint64": "ptr", "int64": "i64", "float32": "f32", "int32": "i32"}
+
+
+def kind_of(value) -> str:
+    """The ParamBuffer kind of a numpy-typed kernel argument (np.uint64 pointers, np.int64,
+    np.float32, np.int32)."""
+    kind = _NUMPY_KINDS.get(getattr(getattr(value, "dtype", None), "name", None))
+    if kind is None:
+        raise TypeError(f"kernel argument {value!r}: pass np.uint64 (pointer), np.int64, np.float32 or np.int32")
+    return kind
+
+
+def launch(ck: CompiledKernel, device_id: int, stream_handle: int, grid, block, smem: int, args) -> None:
+    """Launch ``ck`` once with numpy-typed ``args`` (the same ctypes path as the plans; used by
+    tools that launch their own micro-kernels, e.g. the bank probe)."""
+    fn, ctx = function(ck, device_id, int(smem))
+    kinds = [kind_of(a) for a in args]
+    params = ParamBuffer(kinds, [float(a) if k == "f32" else int(a) for k, a in zip(kinds, args)])
+    launch_raw(fn, ctx, tuple(int(g) for g in grid), int(block), int(smem), int(stream_handle), params)
+

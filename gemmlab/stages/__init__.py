@@ -37,35 +37,28 @@ def all_stages() -> list[StageSpec]:
     return list(_load().values())
 
 
-def extra_stages() -> list[StageSpec]:
-    """The dispatcher's kernels outside the ladder (e.g. ``skinny`` for M or N <= 16)."""
+def _extra_map() -> dict[str, StageSpec]:
     global _extras
     if _extras is None:
-        found = {}
-        for name in EXTRA_MODULES:
-            try:
-                m = importlib.import_module(f"{__name__}.{name}")
-            except ModuleNotFoundError as e:
-                if e.name == f"{__name__}.{name}":
-                    continue
-                raise
-            spec = getattr(m, "STAGE", None)
-            if spec is not None:
-                found[spec.id] = spec
-        _extras = found
-    return list(_extras.values())
+        mods = [importlib.import_module(f"{__name__}.{name}") for name in EXTRA_MODULES]
+        _extras = {m.STAGE.id: m.STAGE for m in mods}
+    return _extras
+
+
+def extra_stages() -> list[StageSpec]:
+    """The dispatcher's kernels outside the ladder (e.g. ``skinny`` for M or N <= 16)."""
+    return list(_extra_map().values())
 
 
 def get(stage_id: str) -> StageSpec:
-    reg = dict(_load())
-    for spec in extra_stages():
-        reg.setdefault(spec.id, spec)
-    if stage_id in reg:
-        return reg[stage_id]
-    by_name = {s.name: s for s in reg.values()}
+    reg, extras = _load(), _extra_map()
+    for table in (reg, extras):
+        if stage_id in table:
+            return table[stage_id]
+    by_name = {s.name: s for s in (*reg.values(), *extras.values())}
     if stage_id in by_name:
         return by_name[stage_id]
-    raise ConfigError(f"unknown stage {stage_id!r}; stages are {', '.join(reg)} (or 'auto')")
+    raise ConfigError(f"unknown stage {stage_id!r}; stages are {', '.join([*reg, *extras])} (or 'auto')")
 
 
 __all__ = ["Param", "Problem", "StageSpec", "all_stages", "extra_stages", "get"]

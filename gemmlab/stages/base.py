@@ -75,6 +75,16 @@ class Problem:
         return all(s % floats == 0 for s in (lead_a, lead_b, self.ldd, self.a_bs, self.b_bs, self.d_bs))
 
 
+def k_slices(K: int, split_k: int) -> tuple[int, int]:
+    """(k_split, slices): split-K as the plan runs it. Slices are whole multiples of 32 (so every
+    stage's K tiles, and s11's TMA boxes, end at a slice boundary); asking for ``split_k`` gives
+    ceil(K / k_split) slices, which can be fewer. No split: (K, 1)."""
+    if split_k <= 1 or K <= 0:
+        return K, 1
+    k_split = -(-(-(-K // split_k)) // 32) * 32
+    return k_split, -(-K // k_split)
+
+
 @dataclass(frozen=True)
 class Param:
     name: str

@@ -52,18 +52,22 @@ def operand_layout(p: Problem, which: str) -> tuple[int, int, int, int]:
     return inner, outer, extent, p.b_bs
 
 
+def operand_vec_aligned(p: Problem, which: str) -> bool:
+    """16-byte cp.async (and TMA's 16-byte strides) can read operand ``which`` ("a" or "b"): its
+    inner dimension has unit stride and every row start (base pointer, outer stride, batch
+    stride) is 16-byte aligned."""
+    inner, outer, extent, bs = operand_layout(p, which)
+    ptr = p.a_ptr if which == "a" else p.b_ptr
+    if inner != 1 or ptr % 16:
+        return False
+    if extent > 1 and outer % 4:
+        return False
+    return not (p.batch > 1 and bs % 4)
+
+
 def operands_vec_aligned(p: Problem) -> bool:
-    """16-byte cp.async is legal: each operand's inner dimension has unit stride and every row
-    start (base pointer, outer stride, batch stride) is 16-byte aligned. D is not needed here."""
-    for which, ptr in (("a", p.a_ptr), ("b", p.b_ptr)):
-        inner, outer, extent, bs = operand_layout(p, which)
-        if inner != 1 or ptr % 16:
-            return False
-        if extent > 1 and outer % 4:
-            return False
-        if p.batch > 1 and bs % 4:
-            return False
-    return True
+    """16-byte cp.async is legal for both operands (D is not needed here)."""
+    return operand_vec_aligned(p, "a") and operand_vec_aligned(p, "b")
 
 
 class CpAsync(StageSpec):

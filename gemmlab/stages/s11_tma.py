@@ -148,10 +148,8 @@ class Tma(CpAsync):
                 ("int tma_batch_mask", "tma_batch_mask")]
 
     def extra_args(self, cfg, variant, problem):
-        from ..plan import TensorMapArg
-
         maps = operand_maps(cfg, problem)
-        return [TensorMapArg(w, *maps[w][1:]) for w in ("a", "b")] + [np.int32(maps["batch_mask"])]
+        return [tensor_map.TensorMapArg(w, *maps[w][1:]) for w in ("a", "b")] + [np.int32(maps["batch_mask"])]
 
     def smem_accesses(self, cfg, variant=None):
         """Warp 0's LDS.128 for one k group (4 k steps), as s10; TMA writes the tiles, so there

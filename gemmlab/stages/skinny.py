@@ -25,7 +25,7 @@ import math
 from dataclasses import replace
 
 from ..errors import ConfigError
-from .base import Param, Problem, StageSpec
+from .base import Param, Problem, StageSpec, k_slices
 
 SMEM_LIMIT = 227 * 1024  # a block's shared memory on sm_90 (the kernel's static_assert)
 SMEM_RESERVED = 1024     # per block (ptxas: "shared 1024" static on sm_90)
@@ -507,10 +507,6 @@ def wave(c: dict, sms: int) -> int:
     return sms * STAGE.blocks_per_sm(c)
 
 
-def _round_up(n: int, m: int) -> int:
-    return -(-n // m) * m
-
-
 def choose(problem: Problem, sms: int) -> tuple[dict, int]:
     """(config, split_k) for ``problem`` on a GPU with ``sms`` SMs.
 
@@ -530,8 +526,7 @@ def choose(problem: Problem, sms: int) -> tuple[dict, int]:
     want = min(max(1, full // tiles), max(1, K // MIN_K_SPLIT), 65535)
     if want <= 1:
         return cfg, 1
-    k_split = _round_up(math.ceil(K / want), 32)
-    splits = math.ceil(K / k_split)
+    k_split, splits = k_slices(K, want)
     # The shared-memory stage need not be longer than a slice.
     cfg["k_chunk"] = STAGE.resolve({**cfg, "k_chunk": 0}, replace(problem, splits=splits, k_split=k_split), sms)["k_chunk"]
     return cfg, splits

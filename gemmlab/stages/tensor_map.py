@@ -2,16 +2,18 @@
 
 The rules of ``cuTensorMapEncodeTiled`` are checked here first (``problems``), in plain Python,
 so a stage can decide without a GPU whether a problem can use TMA (and hand it to s10 if not).
-The descriptor itself is built by cuda.core (``TensorMapDescriptor``, the object its ``launch``
-accepts as a 128-byte ``__grid_constant__`` kernel argument) from a view of the raw pointer.
+A stage describes its maps as :class:`TensorMapArg` kernel arguments (which operand, shape,
+strides, box, swizzle); the plan holds one :class:`TensorMapDescriptor` per argument: the 128-byte
+``__grid_constant__`` parameter itself, encoded by the driver straight into the launch's
+parameter buffer, and re-encoded only when the operand's address changes.
 
 Shapes and strides here are outermost first (row-major order, like the arrays): a 3-D map is
 ``(batch, outer, inner)`` with the inner dimension contiguous; the driver's order is reversed.
 """
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
+import ctypes
+from dataclasses import dataclass
 
 ELEMENT_BYTES = 4  # float32
 MAX_BOX = 256
@@ -21,8 +23,8 @@ SWIZZLE_BYTES = (0, 32, 64, 128)
 
 
 def problems(ptr: int, shape, strides, box, swizzle_bytes: int = 0) -> list[str]:
-    """Messages for every rule of cuTensorMapEncodeTiled (and of cuda.core's encoder, which also
-    wants each box dimension no larger than the tensor's) the map would break (empty: encodable).
+    """Messages for every rule of cuTensorMapEncodeTiled (and gemmlab's own: each box dimension
+    no larger than the tensor's) the map would break (empty: encodable).
 
     ``shape``/``strides``/``box`` are outermost first; strides in elements, the innermost must be 1.
     """
@@ -44,8 +46,8 @@ def problems(ptr: int, shape, strides, box, swizzle_bytes: int = 0) -> list[str]
         if not 1 <= n <= MAX_BOX:
             out.append(f"box dimension {d} is {n}; TMA needs 1..256")
         elif n > size:
-            # The driver would zero-fill the overhang, but cuda.core's encoder (CCCL's
-            # make_tma_descriptor) requires box <= size; boxes only hang off the far edge here.
+            # The driver would zero-fill the overhang; gemmlab sends problems smaller than one
+            # box to s10 instead (boxes only ever hang off the far edge).
             out.append(f"box dimension {d} is {n}, larger than the tensor's {size}")
     inner_bytes = box[-1] * ELEMENT_BYTES
     if inner_bytes % 16:
@@ -57,31 +59,20 @@ def problems(ptr: int, shape, strides, box, swizzle_bytes: int = 0) -> list[str]
     return out
 
 
-class _RawArray:
-    """A __cuda_array_interface__ over a raw device pointer (float32, strides in elements)."""
+@dataclass(frozen=True)
+class TensorMapArg:
+    """A TMA descriptor kernel argument over operand ``operand`` ("a" or "b" of the Problem),
+    outermost first (see :func:`problems`); the plan turns it into a TensorMapDescriptor."""
 
-    def __init__(self, ptr: int, shape, strides):
-        self.__cuda_array_interface__ = {
-            "shape": tuple(int(n) for n in shape),
-            "strides": tuple(int(s) * ELEMENT_BYTES for s in strides),
-            "typestr": "<f4",
-            "data": (int(ptr), True),
-            "version": 3,
-        }
-
-
-def _enum_types():
-    """cuda.core's swizzle and L2-promotion enums (taken from the options' defaults, so the
-    private module that defines them may move)."""
-    from cuda.core import TensorMapDescriptorOptions
-
-    fields = TensorMapDescriptorOptions.__dataclass_fields__
-    return type(fields["swizzle"].default), type(fields["l2_promotion"].default)
+    operand: str
+    shape: tuple
+    strides: tuple
+    box: tuple
+    swizzle: int
 
 
 def available() -> bool:
-    """Whether the driver can encode tensor maps (gemmlab encodes them with cuTensorMapEncodeTiled
-    directly, into the kernel's parameter buffer: see jit/launch.py TensorMapSlot)."""
+    """Whether the driver can encode tensor maps."""
     try:
         from ..jit.launch import libcuda
 
@@ -90,72 +81,42 @@ def available() -> bool:
         return False
 
 
-def _view(ptr, shape, strides):
-    from cuda.core.utils import StridedMemoryView
+class TensorMapDescriptor:
+    """A CUtensorMap (128 bytes, 64-byte aligned host storage) for a float32 tensor whose shape,
+    strides, box and swizzle are fixed; :meth:`encode` points it at a base address (the driver is
+    called only when the address changes). ``addr`` is what a kernel parameter buffer points at."""
 
-    raw = _RawArray(ptr, shape, strides)
-    if hasattr(StridedMemoryView, "from_cuda_array_interface"):
-        # stream_ptr=-1: no stream ordering; building a descriptor reads no data.
-        return StridedMemoryView.from_cuda_array_interface(raw, stream_ptr=-1)
-    return StridedMemoryView(raw, stream_ptr=-1)
+    def __init__(self, shape, strides, box, swizzle_bytes: int = 0):
+        shape, strides, box = tuple(map(int, shape)), tuple(map(int, strides)), tuple(map(int, box))
+        self.raw = ctypes.create_string_buffer(128 + 64)
+        self.addr = (ctypes.addressof(self.raw) + 63) // 64 * 64
+        self.rank = len(shape)
+        # The driver's order is innermost first; strides exclude the innermost (unit) one, in bytes.
+        self.dims = (ctypes.c_uint64 * self.rank)(*reversed(shape))
+        self.strides = (ctypes.c_uint64 * max(self.rank - 1, 1))(*reversed([s * ELEMENT_BYTES for s in strides[:-1]]))
+        self.box = (ctypes.c_uint * self.rank)(*reversed(box))
+        self.elem = (ctypes.c_uint * self.rank)(*([1] * self.rank))
+        self.swizzle = {0: 0, 32: 1, 64: 2, 128: 3}[swizzle_bytes]
+        self.ptr = None
+
+    def encode(self, ptr: int) -> None:
+        if ptr == self.ptr:
+            return
+        from ..jit.launch import check_result, libcuda
+
+        err = libcuda().cuTensorMapEncodeTiled(
+            ctypes.c_void_p(self.addr), 7, self.rank, ctypes.c_void_p(ptr), self.dims, self.strides, self.box,
+            self.elem, 0, self.swizzle, 3, 0)  # FLOAT32, no interleave, swizzle, L2 256B promotion, zero fill
+        check_result(err, "cuTensorMapEncodeTiled")
+        self.ptr = ptr
 
 
-_cache: OrderedDict = OrderedDict()
-_cache_lock = threading.Lock()
-_CACHE_SIZE = 64
-
-
-def encode(ptr: int, shape, strides, box, swizzle_bytes: int = 0, device: int | None = None):
-    """A cuda.core TensorMapDescriptor for a float32 tensor at ``ptr`` (outermost first).
-
-    Raises ValueError naming the broken rule. Descriptors are cached per device and arguments
-    (a benchmark calls the same shapes and pointers many times).
-    """
-    shape, strides, box = tuple(map(int, shape)), tuple(map(int, strides)), tuple(map(int, box))
+def encode(ptr: int, shape, strides, box, swizzle_bytes: int = 0) -> TensorMapDescriptor:
+    """A descriptor for a float32 tensor at ``ptr`` (outermost first); raises ValueError naming
+    the broken rule before the driver is asked."""
     bad = problems(ptr, shape, strides, box, swizzle_bytes)
     if bad:
         raise ValueError("TMA tensor map: " + "; ".join(bad))
-    from cuda.core import Device
-
-    if device is None:
-        from ..arrays import pointer_device
-
-        device = pointer_device(ptr)
-    Device(device).set_current()  # the descriptor is bound to the current context
-    key = (device, ptr, shape, strides, box, swizzle_bytes)
-    with _cache_lock:
-        hit = _cache.get(key)
-        if hit is not None:
-            _cache.move_to_end(key)
-            return hit
-    swizzle_enum, l2_enum = _enum_types()
-    swizzle = swizzle_enum({0: 0, 32: 1, 64: 2, 128: 3}[swizzle_bytes])
-    view = _view(ptr, shape, strides)
-    l2 = l2_enum(3)  # L2_256B: whole 256-byte lines, as the boxes read full rows
-    desc = _descriptor(view, box, swizzle, l2)
-    with _cache_lock:
-        _cache[key] = desc
-        while len(_cache) > _CACHE_SIZE:
-            _cache.popitem(last=False)
+    desc = TensorMapDescriptor(shape, strides, box, swizzle_bytes)
+    desc.encode(ptr)
     return desc
-
-
-def _descriptor(view, box, swizzle, l2):
-    """The public StridedMemoryView.as_tensor_map where this cuda.core has it, else the factory
-    it wraps (the same encoder: CCCL's make_tma_descriptor, or cuTensorMapEncodeTiled)."""
-    from cuda.core import TensorMapDescriptor, TensorMapDescriptorOptions
-
-    attempts = []
-    if hasattr(view, "as_tensor_map"):
-        attempts.append(lambda: view.as_tensor_map(box_dim=box, swizzle=swizzle, l2_promotion=l2))
-        attempts.append(lambda: view.as_tensor_map(
-            options=TensorMapDescriptorOptions(box_dim=box, swizzle=swizzle, l2_promotion=l2)))
-    if hasattr(TensorMapDescriptor, "_from_tiled"):
-        attempts.append(lambda: TensorMapDescriptor._from_tiled(view, box, swizzle=swizzle, l2_promotion=l2))
-    error = None
-    for attempt in attempts:
-        try:
-            return attempt()
-        except TypeError as e:  # a signature this cuda.core does not have: try the next
-            error = e
-    raise RuntimeError(f"this cuda.core cannot build a TMA descriptor ({error}); s11 needs cuda-core >= 1.2")

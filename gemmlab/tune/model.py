@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..stages.base import k_slices  # noqa: F401  (re-exported: the rule the plan runs)
 from . import space
 
 FFMA_PER_SM_CYCLE = 128    # FP32 lanes per SM (sm_70 and later)
@@ -48,14 +49,6 @@ class Prediction:
 
     def tflops(self, M, N, K, batch=1) -> float:
         return 2.0 * M * N * K * batch / self.seconds / 1e12
-
-
-def k_slices(K: int, split_k: int) -> tuple[int, int]:
-    """(slice length, number of slices) as the plan makes them: slices are multiples of 32."""
-    if split_k <= 1 or K <= 0:
-        return K, 1
-    k_split = -(-(-(-K // split_k)) // 32) * 32
-    return k_split, -(-K // k_split)
 
 
 def predict(cand: space.Candidate, M: int, N: int, K: int, batch: int, split_k: int, gpu: Gpu) -> Prediction:

@@ -11,6 +11,7 @@ and says in ``min_blocks`` how many blocks share an SM.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 SPLITS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
@@ -29,7 +30,7 @@ class Candidate:
         return get(self.stage)
 
     def config(self) -> dict:
-        return self.spec().config(self.overrides)
+        return dict(_resolved(self.stage, tuple(sorted(self.overrides.items()))))
 
     def blocks_per_sm(self) -> int:
         return self.config().get("min_blocks", 1)
@@ -37,6 +38,15 @@ class Candidate:
     def tile(self) -> tuple[int, int]:
         cfg = self.config()
         return cfg["block_m"], cfg["block_n"]
+
+
+@functools.lru_cache(maxsize=None)
+def _resolved(stage: str, overrides: tuple) -> dict:
+    """The stage's full config for these overrides, checked once (the heuristic asks for every
+    candidate's tile and blocks per SM many times per ranking)."""
+    from ..stages import get
+
+    return get(stage).config(dict(overrides))
 
 
 def _c(stage, eff, label, **kw):
