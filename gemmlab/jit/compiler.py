@@ -97,11 +97,14 @@ def kernel_dir_stamp(include_dirs=(KERNEL_DIR,)) -> tuple:
     """(name, mtime) of every header: what GEMMLAB_DEV compares between calls."""
     out = []
     for d in include_dirs:
-        try:
-            with os.scandir(d) as it:
-                out += [(e.name, e.stat().st_mtime_ns) for e in it if e.name.endswith((".cuh", ".h"))]
-        except FileNotFoundError:
-            pass
+        for root, _dirs, files in os.walk(d):  # kernels/ and its role folders (ptx/, copy/, mma/, ...)
+            for f in files:
+                if f.endswith((".cuh", ".h")):
+                    path = os.path.join(root, f)
+                    try:
+                        out.append((os.path.relpath(path, d), os.stat(path).st_mtime_ns))
+                    except FileNotFoundError:
+                        pass
     return tuple(sorted(out))
 
 

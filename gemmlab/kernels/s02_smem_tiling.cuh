@@ -9,7 +9,7 @@
 // ptxas takes unbounded).
 #pragma once
 #include "common.cuh"
-#include "slice_load.cuh"
+#include "copy/slice_load.cuh"
 
 namespace gemmlab {
 

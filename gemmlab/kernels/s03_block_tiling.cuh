@@ -7,7 +7,7 @@
 // (2*(BLOCK_M+BLOCK_N)) = 32 FLOP/byte (§4.3); per thread, 16 shared loads feed 64 FFMA.
 #pragma once
 #include "common.cuh"
-#include "slice_load.cuh"
+#include "copy/slice_load.cuh"
 
 namespace gemmlab {
 

@@ -9,7 +9,7 @@
 // slice from global memory the other three compute (there is no other latency hiding here).
 #pragma once
 #include "common.cuh"
-#include "slice_load.cuh"
+#include "copy/slice_load.cuh"
 
 namespace gemmlab {
 

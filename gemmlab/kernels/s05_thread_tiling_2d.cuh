@@ -6,7 +6,7 @@
 // BLOCK_M = BLOCK_N = 128, BLOCK_K = 8, 256 threads laid out row-major over the thread tiles.
 #pragma once
 #include "common.cuh"
-#include "slice_load.cuh"
+#include "copy/slice_load.cuh"
 
 namespace gemmlab {
 

@@ -9,7 +9,7 @@
 // Default config = the notes' (000 §6.3, §12.1): 128 x 128 x 8, TM = TN = 8, 256 threads.
 #pragma once
 #include "common.cuh"
-#include "slice_load.cuh"
+#include "copy/slice_load.cuh"
 
 namespace gemmlab {
 

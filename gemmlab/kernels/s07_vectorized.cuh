@@ -12,7 +12,7 @@
 // s08a-c change only that; s08d changes only the sub-tile shape.
 #pragma once
 #include "common.cuh"
-#include "tile_io.cuh"
+#include "copy/tile_io.cuh"
 
 namespace gemmlab {
 

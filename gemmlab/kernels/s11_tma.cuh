@@ -19,8 +19,10 @@
 // The batch index is blockIdx.z: the host sends problems with more than 65535 batches to s10.
 #pragma once
 #include "common.cuh"
-#include "async_copy.cuh"
-#include "s10_cp_async.cuh"
+#include "ptx/mbarrier.cuh"
+#include "ptx/sync.cuh"
+#include "ptx/tma.cuh"
+#include "mma/warp_tile.cuh"
 
 namespace gemmlab {
 

@@ -37,7 +37,7 @@
 // past the matrix are clamped to the last one (results dropped); stores are guarded.
 #pragma once
 #include "common.cuh"
-#include "async_copy.cuh"
+#include "ptx/cp_async.cuh"
 
 namespace gemmlab {
 namespace skinny {

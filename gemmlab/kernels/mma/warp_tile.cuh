@@ -1,0 +1,177 @@
+// gemmlab/kernels/mma/warp_tile.cuh — the SIMT warp-tile core of s10 and s11 (notes 000 §6–§8):
+// fragment loads from shared memory (LDS.128 in every layout), the FFMA outer products, and the
+// predicated epilogue of a thread's THREAD_M x THREAD_N outputs. s10 feeds it with cp.async, s11
+// with TMA; the shared layouts it reads are the ones both copies write.
+#pragma once
+#include "common.cuh"
+
+namespace gemmlab {
+
+// Block -> warp -> thread tiling with lanes as 4 (M) x 8 (N). A thread owns THREAD_M x THREAD_N
+// outputs. Rows: in groups of 4 consecutive rows, 16 apart (A M-major: one LDS.128 reads 4 rows),
+// or single rows 4 apart (A K-major: the 4 quarter-warps then read 4 consecutive swizzled rows of
+// As[m][k], in 4 different banks). Columns: chunks of 4 consecutive columns 32 apart (B N-major),
+// or single columns 8 apart (B K-major: a quarter-warp reads 8 consecutive swizzled rows of Bs[n][k]).
+// The k loop runs in groups of 4 k: one LDS.128 then yields 4 k of one row of a [x][k] tile or
+// 4 rows/columns of one k of a [k][x] tile, so every fragment load is an LDS.128 in all layouts.
+template <int BLOCK_M, int BLOCK_N, int BLOCK_K, int WARP_M, int WARP_N, int K_UNROLL, bool A_SWIZZLE,
+          bool A_K_MAJOR, bool B_N_MAJOR>
+struct WarpTileCore {
+    // As[m][k] swizzled, with single rows 4 apart (else plain, with groups of 4 rows): a config choice.
+    static constexpr bool A_ROWS_SWIZZLED = A_K_MAJOR && A_SWIZZLE;
+    static constexpr int LANES_M = 4, LANES_N = 8;
+    static constexpr int THREAD_M = WARP_M / LANES_M, THREAD_N = WARP_N / LANES_N;
+    static constexpr int WARPS_M = BLOCK_M / WARP_M, WARPS_N = BLOCK_N / WARP_N;
+    static constexpr int THREADS = WARPS_M * WARPS_N * 32;
+    static constexpr int A_TILE_FLOATS = BLOCK_M * BLOCK_K;
+    static constexpr int B_TILE_FLOATS = BLOCK_K * BLOCK_N;
+    static constexpr int K_ROW_BYTES = BLOCK_K * 4;  // one row of a [x][k] tile
+    static constexpr int K_CHUNKS = BLOCK_K / 4;     // its 16-byte chunks
+    static constexpr int K_GROUPS = BLOCK_K / 4;
+
+    static_assert(BLOCK_M % WARP_M == 0 && BLOCK_N % WARP_N == 0, "the warp tile must divide the block tile");
+    static_assert(WARP_M % 16 == 0, "warp_m must be a multiple of 16 (4 lanes x groups of 4 rows)");
+    static_assert(WARP_N % 32 == 0, "warp_n must be a multiple of 32 (8 lanes x chunks of 4 columns)");
+    static_assert(THREADS >= 32 && THREADS <= 1024, "threads = (block_m/warp_m)*(block_n/warp_n)*32 must be 32..1024");
+    static_assert(BLOCK_K == 8 || BLOCK_K == 16 || BLOCK_K == 32,
+                  "block_k must be 8, 16 or 32 (a [x][k] row is then one 32/64/128-byte swizzle span)");
+    static_assert(THREAD_M * THREAD_N <= 128, "thread_m*thread_n accumulators must be at most 128 (registers)");
+    static_assert(K_UNROLL >= 1 && K_GROUPS % K_UNROLL == 0, "k_unroll must divide block_k/4");
+
+    // Chunk c of row x of a [x][k] tile is stored at chunk c ^ f(x): the TMA SWIZZLE_32B/64B/128B
+    // pattern for K_ROW_BYTES-wide rows (bits [4,4+log2 K_CHUNKS) of the byte offset XOR bits
+    // [7,7+log2 K_CHUNKS)). Tiles are 1024-byte aligned, so offsets and addresses agree.
+    static __device__ __forceinline__ int swizzle_chunk(int x, int c) {
+        return c ^ ((x * K_ROW_BYTES / 128) & (K_CHUNKS - 1));
+    }
+
+    // Offset of row i / column j of the thread tile from the thread's first row / column.
+    static __device__ __forceinline__ int row_of(int i) {
+        return A_ROWS_SWIZZLED ? i * LANES_M : (i / 4) * (LANES_M * 4) + i % 4;
+    }
+    static __device__ __forceinline__ int col_of(int j) {
+        return B_N_MAJOR ? (j / 4) * (LANES_N * 4) + j % 4 : j * LANES_N;
+    }
+
+    int m_base;     // first row of this thread in the block tile
+    int n_base;     // first column
+    int a_swizzle;  // f(m_base): row m_base + 4i of As[m][k] has f = a_swizzle ^ (i odd ? K_CHUNKS/2 : 0)
+    int b_swizzle;  // f(n) of the thread's Bs[n][k] rows (the same for all its columns)
+
+    __device__ __forceinline__ WarpTileCore() {
+        const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+        const int warp_row = warp / WARPS_N, warp_col = warp % WARPS_N;
+        const int lane_row = lane / LANES_N, lane_col = lane % LANES_N;
+        m_base = warp_row * WARP_M + (A_ROWS_SWIZZLED ? lane_row : lane_row * 4);
+        n_base = warp_col * WARP_N + (B_N_MAJOR ? lane_col * 4 : lane_col);
+        // f(x) = (x * K_CHUNKS / 8) mod K_CHUNKS, so f(x + 8j) = f(x) and f(x + 4i) = f(x) ^ (i odd) * K_CHUNKS/2.
+        a_swizzle = swizzle_chunk(m_base, 0);
+        b_swizzle = swizzle_chunk(n_base, 0);
+    }
+
+    // acc += A_tile * B_tile for one BLOCK_K-deep stage, K_UNROLL groups of 4 k per loop trip
+    // (full unrolling would let ptxas hoist so many loads that it runs out of registers).
+    __device__ __forceinline__ void multiply(float (&acc)[THREAD_M][THREAD_N], const float* __restrict__ a_tile,
+                                             const float* __restrict__ b_tile) const {
+#pragma unroll K_UNROLL
+        for (int g = 0; g < K_GROUPS; ++g) {
+            float b[4][THREAD_N];
+            if constexpr (B_N_MAJOR) {
+#pragma unroll
+                for (int kk = 0; kk < 4; ++kk) {
+#pragma unroll
+                    for (int jq = 0; jq < THREAD_N / 4; ++jq) {
+                        const float4 v = *reinterpret_cast<const float4*>(
+                            b_tile + (4 * g + kk) * BLOCK_N + n_base + jq * (LANES_N * 4));
+                        b[kk][4 * jq + 0] = v.x;
+                        b[kk][4 * jq + 1] = v.y;
+                        b[kk][4 * jq + 2] = v.z;
+                        b[kk][4 * jq + 3] = v.w;
+                    }
+                }
+            } else {
+                const int chunk = g ^ b_swizzle;
+#pragma unroll
+                for (int j = 0; j < THREAD_N; ++j) {
+                    const float4 v = *reinterpret_cast<const float4*>(
+                        b_tile + (n_base + j * LANES_N) * BLOCK_K + chunk * 4);
+                    b[0][j] = v.x;
+                    b[1][j] = v.y;
+                    b[2][j] = v.z;
+                    b[3][j] = v.w;
+                }
+            }
+            if constexpr (A_K_MAJOR) {
+                // One row at a time: 4 k of it in one LDS.128, then 4*THREAD_N FFMAs.
+                const int chunk = A_ROWS_SWIZZLED ? g ^ a_swizzle : g;
+#pragma unroll
+                for (int i = 0; i < THREAD_M; ++i) {
+                    const int row_chunk = A_ROWS_SWIZZLED ? chunk ^ ((i & 1) * (K_CHUNKS / 2)) : chunk;
+                    const float4 v = *reinterpret_cast<const float4*>(a_tile + (m_base + row_of(i)) * BLOCK_K +
+                                                                      row_chunk * 4);
+                    const float a[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+                    for (int kk = 0; kk < 4; ++kk) {
+#pragma unroll
+                        for (int j = 0; j < THREAD_N; ++j) acc[i][j] = fmaf(a[kk], b[kk][j], acc[i][j]);
+                    }
+                }
+            } else {
+                // One k at a time: the classic outer product of a THREAD_M column and a THREAD_N row.
+#pragma unroll
+                for (int kk = 0; kk < 4; ++kk) {
+                    float a[THREAD_M];
+#pragma unroll
+                    for (int iq = 0; iq < THREAD_M / 4; ++iq) {
+                        const float4 v = *reinterpret_cast<const float4*>(
+                            a_tile + (4 * g + kk) * BLOCK_M + m_base + iq * (LANES_M * 4));
+                        a[4 * iq + 0] = v.x;
+                        a[4 * iq + 1] = v.y;
+                        a[4 * iq + 2] = v.z;
+                        a[4 * iq + 3] = v.w;
+                    }
+#pragma unroll
+                    for (int i = 0; i < THREAD_M; ++i) {
+#pragma unroll
+                        for (int j = 0; j < THREAD_N; ++j) acc[i][j] = fmaf(a[i], b[kk][j], acc[i][j]);
+                    }
+                }
+            }
+        }
+    }
+
+    // D = alpha * acc + beta * D for the thread's outputs, guarded at the M/N edges. Chunks of 4
+    // columns use one 16-byte store when D's rows are 16-byte aligned (checked here, at run time).
+    __device__ __forceinline__ void store(const GemmArgs& args, int64 row0, int64 col0,
+                                          const float (&acc)[THREAD_M][THREAD_N]) const {
+        const bool d_aligned = ((reinterpret_cast<unsigned long long>(args.D) | (unsigned long long)(args.ldd * 4)) & 15) == 0;
+#pragma unroll
+        for (int i = 0; i < THREAD_M; ++i) {
+            const int64 row = row0 + m_base + row_of(i);
+            if (row >= args.M) continue;
+            if constexpr (B_N_MAJOR) {
+#pragma unroll
+                for (int jq = 0; jq < THREAD_N / 4; ++jq) {
+                    const int64 col = col0 + n_base + jq * (LANES_N * 4);
+                    if (d_aligned && col + 3 < args.N) {
+                        store_output4(args, row, col,
+                                      make_float4(acc[i][4 * jq], acc[i][4 * jq + 1], acc[i][4 * jq + 2], acc[i][4 * jq + 3]));
+                    } else {
+#pragma unroll
+                        for (int e = 0; e < 4; ++e) {
+                            if (col + e < args.N) store_output(args, row, col + e, acc[i][4 * jq + e]);
+                        }
+                    }
+                }
+            } else {
+#pragma unroll
+                for (int j = 0; j < THREAD_N; ++j) {
+                    const int64 col = col0 + n_base + col_of(j);
+                    if (col < args.N) store_output(args, row, col, acc[i][j]);
+                }
+            }
+        }
+    }
+};
+
+}  // namespace gemmlab
