@@ -16,6 +16,7 @@ the scalar path it avoids (000 §12: alignment pitfalls).
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 
 from .plan import Choice
 from .stages import get as get_stage
@@ -78,11 +79,60 @@ def _with_config(spec, cfg, overrides):
     return spec.config(merged)
 
 
-def choose(p: Problem, dev: int = 0, *, allow_workspace: bool = True, config=None) -> Choice:
+# ---- tensor-core precisions (tf32: s12; tf32x3: s13) ---------------------------------------------
+TENSOR_CORE_STAGES = {"tf32": "s12", "tf32x3": "s13"}
+TC_MIN_FLOP = 2.0 ** 27   # below this a SIMT stage (FP32-accurate) beats the transposes + launch
+# (block_m, block_n, stages, relative speed of one full tile): wide tiles reuse more per byte.
+TC_TILES = ((128, 256, 4, 1.0), (128, 128, 6, 0.9), (64, 128, 8, 0.75))
+
+
+def tensor_core_choice(p: Problem, sms: int, precision: str, allow_workspace: bool) -> Choice | None:
+    """s12/s13 for a problem large enough to pay for its operand transposes, with the tile that
+    fills the SMs best (waves x per-tile speed) and split-K when there are too few tiles; None:
+    let the FP32 SIMT dispatch take it (it is at least as accurate)."""
+    stage_id = TENSOR_CORE_STAGES.get(precision)
+    if stage_id is None or p.K == 0:
+        return None
+    try:
+        spec = get_stage(stage_id)
+    except Exception:  # the stage is not in this build
+        return None
+    flops = 2.0 * p.M * p.N * p.K * p.batch
+    if flops < TC_MIN_FLOP or min(p.M, p.N) <= 16:
+        return None
+    needs_ws = not all(spec.operand_ready(p, w) for w in ("a", "b")) or getattr(spec, "needs_workspace", False)
+    if needs_ws and not allow_workspace:
+        return None
+    best = None
+    for bm, bn, stages, speed in TC_TILES:
+        tiles = -(-p.M // bm) * -(-p.N // bn) * p.batch
+        split = 1
+        if allow_workspace and tiles < sms // 2 and p.batch == 1:
+            split = max(1, min(sms // tiles, p.K // 1024))
+        waves = -(-(tiles * split) // sms)
+        score = speed * (tiles * split) / (waves * sms)  # per-tile speed x the SMs kept busy
+        if best is None or score > best[0]:
+            best = (score, bm, bn, stages, split)
+    _, bm, bn, stages, split = best
+    try:
+        cfg = spec.config({"block_m": bm, "block_n": bn, "stages": stages})
+    except Exception:
+        cfg = spec.default_config
+    return Choice(spec, cfg, split, False, "heuristic")
+
+
+def choose(p: Problem, dev: int = 0, *, allow_workspace: bool = True, config=None,
+           precision: str = "ieee") -> Choice:
     """The Choice for the kernel-level problem ``p`` on device ``dev``. ``config``: overrides
-    applied to whatever stage is chosen (they must be legal for it)."""
+    applied to whatever stage is chosen (they must be legal for it). ``precision``: "ieee" (the
+    SIMT ladder), "tf32" or "tf32x3" (tensor cores, where they pay; else the SIMT ladder, which
+    is at least as accurate)."""
     gpu, ident = _gpu(dev)
     M, N, K, batch = p.M, p.N, p.K, p.batch
+    if precision != "ieee":
+        tc = tensor_core_choice(p, gpu.sms, precision, allow_workspace)
+        if tc is not None:
+            return replace(tc, config=_with_config(tc.spec, tc.config, config))
 
     # 1. Skinny: M or N <= 16.
     from .stages import skinny

@@ -258,6 +258,33 @@ def _needs_repack(prob: Problem, which: str, for_alignment: bool) -> bool:
     return for_alignment and not operand_vec_aligned(prob, which)
 
 
+def _k_major_operands(b: _Builder, spec, prob: Problem, refs: dict) -> Problem:
+    """Make A ([m][k]) and B ([n][k]) K-major with 16-byte aligned rows, for stages that read
+    both operands K-major: an operand whose unit stride is along M or N is transposed into
+    workspace, any other operand the stage cannot take (strided, unaligned) is copied. ``refs``
+    is updated in place; returns the problem the kernel then sees."""
+    for which in ("a", "b"):
+        if spec.operand_ready(prob, which):
+            continue
+        rows = prob.M if which == "a" else prob.N          # the operand's rows in [x][k] form
+        rs, cs, bs = getattr(prob, f"{which}_rs"), getattr(prob, f"{which}_cs"), getattr(prob, f"{which}_bs")
+        x_stride, k_stride = (rs, cs) if which == "a" else (cs, rs)
+        ld = _round4(prob.K)
+        per = _round4(rows * ld)
+        nb = prob.batch if bs else 1
+        off = b.ws_region(per * nb)
+        if x_stride == 1 and rows > 1:  # unit stride along m / n: one transposing copy
+            b.transpose(f"transpose {which} (K-major)", refs[which], ("ws", off), rows, prob.K, nb, bs, k_stride,
+                        per, ld)
+        else:  # strided or unaligned: a plain strided copy into [x][k]
+            b.copy(f"repack {which} (K-major)", refs[which], ("ws", off), rows, prob.K, nb, (bs, x_stride, k_stride),
+                   (per, ld, 1))
+        refs[which] = ("ws", off)
+        new = {"a_rs": ld, "a_cs": 1} if which == "a" else {"b_rs": 1, "b_cs": ld}
+        prob = replace(prob, **new, **{f"{which}_bs": per if bs else 0, f"{which}_ptr": 0})
+    return prob
+
+
 def build(choice: Choice, prob: Problem, refs: dict, dev: int, *, capturing: bool = False,
           c_copy: tuple | None = None) -> Plan:
     """Turn a choice for the kernel-level problem ``prob`` into a plan. ``refs`` maps the problem's
@@ -268,6 +295,10 @@ def build(choice: Choice, prob: Problem, refs: dict, dev: int, *, capturing: boo
     refs = dict(refs)
     if c_copy is not None:  # (rows, cols, batch, c strides, out strides): c into out first
         b.copy("c into out", ("c", 0), ("out", 0), *c_copy)
+
+    # Tensor-core stages read both operands K-major (TF32 wgmma cannot transpose).
+    if spec.operands_k_major and prob.K > 0 and spec.fallback(cfg, prob) is None:
+        prob = _k_major_operands(b, spec, prob, refs)
 
     # Repack operands the stage's fast paths cannot read as they are.
     if spec.aligned_path and prob.K > 0 and choice.repack and _b_k_major(prob):

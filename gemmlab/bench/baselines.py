@@ -18,7 +18,7 @@ import warnings
 
 from .candidates import Candidate, Operands, Prepared, check_callable
 
-NAMES = ("cublas", "cupy", "triton")
+NAMES = ("cublas", "cublas_tf32", "cupy", "triton")
 
 
 class Unavailable(Exception):
@@ -109,6 +109,60 @@ class TorchCublas(Candidate):
         def launch():
             torch.mm(a, b, out=out)
         launch()
+        return Prepared(launch, None, {"tf32_settings": self.settings},
+                        probe=launch if self.kernel_names else None)
+
+
+class TorchCublasTf32(TorchCublas):
+    """cuBLAS with TF32 on (torch.mm with allow_tf32 / fp32_precision "tf32"), switched on around
+    its own calls only, so every other row keeps TF32 off."""
+
+    def __init__(self, kernel_names: bool = True):
+        Candidate.__init__(self, id="cublas_tf32", name="cuBLAS TF32 (torch.mm)", kind="baseline",
+                           adds="cuBLAS with TF32 tensor cores", notes="", precision="tf32")
+        self.kernel_names = kernel_names
+        self.settings = None
+
+    def _tf32(self, fn):
+        import torch
+
+        def run(*args):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    torch.backends.cuda.matmul.fp32_precision = "tf32"
+                except Exception:
+                    torch.backends.cuda.matmul.allow_tf32 = True
+                try:
+                    return fn(*args)
+                finally:
+                    disable_tf32()
+        return run
+
+    def check(self, M, N, K, layout):
+        import torch
+
+        def run(a, b, c, alpha, beta, out):
+            torch.addmm(c, a, b, beta=beta, alpha=alpha, out=out)
+        return check_callable(self._tf32(run), M, N, K, layout, "tf32")
+
+    def prepare(self, ops: Operands) -> Prepared:
+        import torch
+
+        a, b, out = ops.a, ops.b, ops.out
+        launch = self._tf32(lambda: torch.mm(a, b, out=out))
+        launch()
+        import torch as _t
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                _t.backends.cuda.matmul.fp32_precision = "tf32"
+                self.settings = {"fp32_precision": _t.backends.cuda.matmul.fp32_precision}
+            except Exception:
+                self.settings = {"allow_tf32": True}
+            finally:
+                disable_tf32()
         return Prepared(launch, None, {"tf32_settings": self.settings},
                         probe=launch if self.kernel_names else None)
 
@@ -252,6 +306,8 @@ def make(name: str, kernel_names: bool = True) -> Candidate:
     """The baseline called ``name``; raises Unavailable where its library is missing."""
     if name == "cublas":
         return TorchCublas(kernel_names)
+    if name == "cublas_tf32":
+        return TorchCublasTf32(kernel_names)
     if name == "cupy":
         return CupyCublas(kernel_names)
     if name == "triton":

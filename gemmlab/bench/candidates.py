@@ -56,12 +56,13 @@ class Operands:
             self._ref = _check.reference(self.a, self.b, None, 1.0, 0.0)
         return self._ref
 
-    def check_out(self) -> _check.CheckResult:
-        """Compare ``out`` (after a launch with alpha 1, beta 0) with the float64 reference."""
+    def check_out(self, precision: str = "ieee") -> _check.CheckResult:
+        """Compare ``out`` (after a launch with alpha 1, beta 0) with the float64 reference,
+        within the tolerance of ``precision``."""
         import torch
 
         torch.cuda.synchronize(self.device)
-        return _check.compare(self.out, self.reference(), self.K)
+        return _check.compare(self.out, self.reference(), self.K, precision)
 
 
 @dataclass
@@ -81,6 +82,7 @@ class Candidate:
     notes: str = ""
     expected_pct_cublas: tuple | None = None
     config: dict | None = None
+    precision: str = "ieee"          # what it computes at: "ieee", "tf32" or "tf32x3" (check tolerance)
 
     def check(self, M, N, K, layout):  # pragma: no cover - overridden
         raise NotImplementedError
@@ -92,10 +94,10 @@ class Candidate:
         return {"stage": self.id, "name": self.name, "kind": self.kind, "adds": self.adds,
                 "notes": self.notes,
                 "expected_pct_cublas": list(self.expected_pct_cublas) if self.expected_pct_cublas else None,
-                "config": self.config}
+                "config": self.config, "precision": self.precision}
 
 
-def check_callable(fn, M, N, K, layout) -> _check.CheckResult:
+def check_callable(fn, M, N, K, layout, precision: str = "ieee") -> _check.CheckResult:
     """gemmlab.check's procedure for anything that computes ``out = alpha a b + beta c``:
     ``fn(a, b, c, alpha, beta, out)``."""
     import torch
@@ -105,7 +107,7 @@ def check_callable(fn, M, N, K, layout) -> _check.CheckResult:
     ref = _check.reference(a, b, c, _check.ALPHA, _check.BETA)
     fn(a, b, c, _check.ALPHA, _check.BETA, out)
     torch.cuda.synchronize()
-    return _check.compare(out, ref, K)
+    return _check.compare(out, ref, K, precision)
 
 
 # ---- gemmlab stages ----------------------------------------------------------------------
@@ -145,7 +147,7 @@ class StageCandidate(Candidate):
                          if custom else "")
         super().__init__(id=sid, name=spec.name, kind="stage", adds=spec.adds, notes=spec.notes,
                          expected_pct_cublas=tuple(spec.expected_pct_cublas) if spec.expected_pct_cublas else None,
-                         config=cfg)
+                         config=cfg, precision=spec.precision)
         self.spec = spec
 
     def check(self, M, N, K, layout):
@@ -175,18 +177,29 @@ class AutoCandidate(Candidate):
     """gemmlab as a user calls it: stage="auto" (the tuned table, else the heuristic), through the
     same plan ``gemmlab.gemm`` runs (split-K and repacking included)."""
 
-    def __init__(self):
-        super().__init__(id="tuned", name="gemmlab auto", kind="stage",
-                         adds="stage='auto': tuned table or waves heuristic, split-K, skinny kernel",
-                         notes="001, 000 §12")
+    def __init__(self, precision: str = "ieee"):
+        suffix = "" if precision == "ieee" else f"-{precision}"
+        super().__init__(id="tuned" + suffix, name="gemmlab auto" + (f" ({precision})" if suffix else ""),
+                         kind="stage", adds="stage='auto': tuned table or waves heuristic, split-K, skinny kernel"
+                         + (f"; precision={precision!r}" if suffix else ""), notes="001, 000 §12",
+                         precision=precision)
 
     def check(self, M, N, K, layout):
-        return _check.check_stage("auto", M, N, K, layout)
+        return check_auto(M, N, K, layout, self.precision)
 
     def prepare(self, ops: Operands) -> Prepared:
         from ..api import prepare
 
-        plan, enqueue = prepare(ops.a, ops.b, out=ops.out, stage="auto")
+        plan, enqueue = prepare(ops.a, ops.b, out=ops.out, stage="auto", precision=self.precision)
         prep = _prepared(plan, enqueue, ops)
         self.config = plan.describe()
         return prep
+
+
+def check_auto(M, N, K, layout, precision: str = "ieee") -> _check.CheckResult:
+    """stage="auto" at ``precision`` on fresh inputs (alpha 0.5, beta 3, random C, NaN-poisoned out)."""
+    import gemmlab
+
+    def run(a, b, c, alpha, beta, out):
+        gemmlab.gemm(a, b, c, alpha=alpha, beta=beta, out=out, precision=precision)
+    return check_callable(run, M, N, K, layout, precision)

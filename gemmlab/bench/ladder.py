@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from . import schema, stats
 from .timing import Policy
 
-BASELINE_ORDER = ("cublas", "cupy", "triton")
+BASELINE_ORDER = ("cublas", "cublas_tf32", "cupy", "triton")
 
 
 @dataclass
@@ -196,7 +196,8 @@ def method_block(settings: Settings) -> dict:
         "timed_alpha": 1.0, "timed_beta": 0.0,
         "check": {"alpha": check.ALPHA, "beta": check.BETA, "c": "random", "output": "NaN-poisoned",
                   "reference": "float64 product of the same inputs",
-                  "tolerance": "1e-5 * max(1, sqrt(K / 4096)); NaN/Inf where the reference is finite fails"},
+                  "tolerance": "base * max(1, sqrt(K / 4096)), base 1e-5 for ieee and tf32x3 rows, 2^-8 for tf32 "
+                               "rows; NaN/Inf where the reference is finite fails"},
         "flops": "2*M*N*K",
         "peak": "SMs * 128 FP32 lanes * 2 * SM clock",
     }
@@ -216,7 +217,7 @@ def measure_candidate(cand, ops, policy, flush, read_clock, measure, probes=None
         row.update(prep.info)
         if prep.probe is not None and probes is not None:
             probes.append((row, prep.probe))
-        timed_check = ops.check_out()
+        timed_check = ops.check_out(getattr(cand, "precision", "ieee"))
         fresh_check = cand.check(ops.M, ops.N, ops.K, ops.layout)
     except Exception as e:  # one broken candidate must not stop the ladder
         row["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"[:500]
@@ -253,17 +254,25 @@ def measure_candidate(cand, ops, policy, flush, read_clock, measure, probes=None
 
 
 def finalize(rows: list[dict], sms: int | None, max_clock_mhz: float | None) -> list[dict]:
-    """Add vs_cublas, peak_tflops, vs_peak and vs_expected to every row (in place; returned)."""
+    """Add vs_cublas, vs_cublas_tf32, peak_tflops, vs_peak and vs_expected to every row (in place;
+    returned). The peak is the FP32 FFMA peak for ieee rows and the TF32 tensor-core peak for
+    tensor-core rows (tf32, tf32x3)."""
     refs: dict = {}
+    tf32_refs: dict = {}
     for r in rows:
+        key = (r["m"], r["n"], r["k"], r["layout"])
         if r["stage"] in ("cublas", "cupy") and r.get("tflops"):
-            key = (r["m"], r["n"], r["k"], r["layout"])
             if r["stage"] == "cublas" or key not in refs:
                 refs[key] = r["tflops"]
+        if r["stage"] == "cublas_tf32" and r.get("tflops"):
+            tf32_refs[key] = r["tflops"]
     for r in rows:
-        ref = refs.get((r["m"], r["n"], r["k"], r["layout"]))
+        key = (r["m"], r["n"], r["k"], r["layout"])
+        ref = refs.get(key)
         t = r.get("tflops")
         r["vs_cublas"] = (t / ref) if (t and ref) else None
+        if key in tf32_refs:
+            r["vs_cublas_tf32"] = (t / tf32_refs[key]) if t else None
         before, after = r.get("sm_clock_mhz_before"), r.get("sm_clock_mhz_after")
         seen = [c for c in (before, after) if c]
         if seen:
@@ -275,7 +284,8 @@ def finalize(rows: list[dict], sms: int | None, max_clock_mhz: float | None) -> 
         if t and sms and clock:
             r["peak_clock_mhz"] = clock
             r["peak_clock_source"] = source
-            r["peak_tflops"] = stats.fp32_peak_tflops(sms, clock)
+            tensor = r.get("precision", "ieee") != "ieee"
+            r["peak_tflops"] = (stats.tf32_peak_tflops if tensor else stats.fp32_peak_tflops)(sms, clock)
             r["vs_peak"] = t / r["peak_tflops"]
         exp = r.get("expected_pct_cublas")
         if exp and r["vs_cublas"] is not None:

@@ -68,6 +68,14 @@ def fp32_peak_tflops(sms: int, clock_mhz: float, lanes: int = FP32_LANES_PER_SM)
     return sms * lanes * 2 * clock_mhz * 1e6 / 1e12
 
 
+TF32_FLOP_PER_CLOCK_PER_SM = 2048  # dense TF32 wgmma: 132 SMs x 2048 x 1.83 GHz = 494.7 TFLOPS (spec)
+
+
+def tf32_peak_tflops(sms: int, clock_mhz: float) -> float:
+    """Dense TF32 tensor-core peak: SMs x 2048 FLOP per clock x clock."""
+    return sms * TF32_FLOP_PER_CLOCK_PER_SM * clock_mhz * 1e6 / 1e12
+
+
 def parse_sizes(text: str) -> list[int]:
     """'256,512,1024', '256..8192' (doubling: 256, 512, ..., 8192), '256,512,...,8192' (doubling
     from the last size given) or a mix ('128,256..1024').

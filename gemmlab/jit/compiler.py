@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import io
 import os
 import re
 import shutil
@@ -201,14 +202,32 @@ def _nvrtc(source: str, name: str, arch: str, include_dirs) -> bytes:
     from cuda.core import Program, ProgramOptions
 
     opts = ProgramOptions(name=f"{name}.cu", arch=arch, std=STD, lineinfo=True, include_path=list(include_dirs))
+    log = io.StringIO()
     try:
         prog = Program(source, "c++", opts)
-        obj = prog.compile("cubin")
+        obj = prog.compile("cubin", logs=log)
     except Exception as e:  # cuda.core raises NVRTCError with the log in its message
         msg = str(e)
         log = msg.split("compilation log:", 1)[-1].strip() if "compilation log:" in msg else msg
         raise CompileError(f"NVRTC could not compile {name} for {arch}", log=log, source=source) from None
+    check_ptxas_log(log.getvalue(), name, arch, source)
     return bytes(obj.code)
+
+
+# ptxas warnings that mean a slow kernel rather than a wrong one, and so fail the build: wgmma
+# serialized (C7510: a wgmma pipeline crosses a function boundary or its registers are touched
+# in between; C7517/C7519: ptxas inserted warpgroup arrive/wait around wgmma), and setmaxnreg
+# ignored (C7508). A kernel that trips them is a code mistake to fix, not a variant to run.
+FATAL_PTXAS_WARNINGS = ("C7510", "C7517", "C7519", "C7508")
+
+
+def check_ptxas_log(log: str, name: str, arch: str, source: str = "") -> None:
+    bad = [line.strip() for line in log.splitlines() if any(code in line for code in FATAL_PTXAS_WARNINGS)]
+    if bad:
+        raise CompileError(f"{name} for {arch}: ptxas serialized the tensor-core pipeline or ignored setmaxnreg "
+                           f"({', '.join(sorted({c for c in FATAL_PTXAS_WARNINGS if any(c in b for b in bad)}))}); "
+                           "keep every wgmma of a pipeline in one function and fence its accumulators",
+                           log="\n".join(bad), source=source)
 
 
 def _nvcc(source: str, name: str, arch: str, include_dirs) -> bytes:

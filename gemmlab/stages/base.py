@@ -108,6 +108,10 @@ class StageSpec:
     min_cc: int = 70                   # lowest compute capability that can run it (x10: 90 = sm_90)
     expected_pct_cublas: tuple | None = None  # (low, high) % of cuBLAS, notes 000 §12.2
     extra: dict = field(default_factory=dict)
+    # Class attributes (not fields): what a subclass declares about its arithmetic and operands.
+    precision = "ieee"          # "ieee" (FP32 FFMA), "tf32" (tensor cores, 10-bit inputs) or "tf32x3"
+    operands_k_major = False    # True: both operands must reach the kernel K-major and TMA-aligned
+                                # (operand_ready); the plan transposes or copies them first
 
     # ---- configuration -------------------------------------------------------------------
     @property
@@ -214,7 +218,12 @@ class StageSpec:
 
     # ---- reporting -----------------------------------------------------------------------
     def describe(self) -> dict:
-        return {"id": self.id, "name": self.name, "adds": self.adds, "notes": self.notes}
+        return {"id": self.id, "name": self.name, "adds": self.adds, "notes": self.notes,
+                "precision": self.precision}
+
+    def operand_ready(self, problem: "Problem", which: str) -> bool:
+        """For ``operands_k_major`` stages: whether operand ``which`` can be used as it is."""
+        return True
 
     def grid(self, cfg: dict, problem: Problem) -> tuple[int, int, int]:
         bm, bn = self.block_tile(cfg)

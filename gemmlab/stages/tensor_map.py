@@ -22,9 +22,9 @@ MAX_STRIDE_BYTES = 2**40
 SWIZZLE_BYTES = (0, 32, 64, 128)
 
 
-def problems(ptr: int, shape, strides, box, swizzle_bytes: int = 0) -> list[str]:
-    """Messages for every rule of cuTensorMapEncodeTiled (and gemmlab's own: each box dimension
-    no larger than the tensor's) the map would break (empty: encodable).
+def problems(ptr: int, shape, strides, box, swizzle_bytes: int = 0, overhang: bool = False) -> list[str]:
+    """Messages for every rule of cuTensorMapEncodeTiled (and gemmlab's own for s11: each box
+    dimension no larger than the tensor's, unless ``overhang``) the map would break (empty: encodable).
 
     ``shape``/``strides``/``box`` are outermost first; strides in elements, the innermost must be 1.
     """
@@ -45,7 +45,7 @@ def problems(ptr: int, shape, strides, box, swizzle_bytes: int = 0) -> list[str]
     for d, (n, size) in enumerate(zip(box, shape)):
         if not 1 <= n <= MAX_BOX:
             out.append(f"box dimension {d} is {n}; TMA needs 1..256")
-        elif n > size:
+        elif n > size and not overhang:
             # The driver would zero-fill the overhang; gemmlab sends problems smaller than one
             # box to s10 instead (boxes only ever hang off the far edge).
             out.append(f"box dimension {d} is {n}, larger than the tensor's {size}")

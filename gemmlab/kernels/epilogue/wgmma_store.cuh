@@ -1,0 +1,43 @@
+// gemmlab/kernels/epilogue/wgmma_store.cuh — D = alpha * acc + beta * D for the FP32 accumulators
+// of one warpgroup's m64nNk8 wgmma tile (64 x N), predicated at the matrix edges.
+//
+// Accumulator layout (PTX ISA, wgmma .f32 D fragment): thread t of the warpgroup (warp w = t/32,
+// lane l = t%32) holds N/2 values; value i is at
+//   row 16w + l/4 + 8*((i%4)/2),   column 8*(i/4) + 2*(l%4) + (i%2),
+// so values i, i+1 (i even) are two adjacent columns: one 8-byte store where D allows it. A warp's
+// store instruction covers 8 rows x 8 columns, 32 contiguous bytes per row (whole sectors).
+#pragma once
+#include "common.cuh"
+
+namespace gemmlab {
+
+template <int N>
+__device__ __forceinline__ void store_wgmma_tile(const GemmArgs& args, int64 row0, int64 col0, int thread_in_wg,
+                                                 const float (&acc)[N / 2]) {
+    const int warp = thread_in_wg / 32, lane = thread_in_wg % 32;
+    const int64 row_base = row0 + 16 * warp + lane / 4;
+    const int64 col_base = col0 + 2 * (lane % 4);
+    // 8-byte stores need an even leading dimension and an 8-byte aligned D (columns are even).
+    const bool pairs = (args.ldd % 2 == 0) && (reinterpret_cast<unsigned long long>(args.D) % 8 == 0);
+#pragma unroll
+    for (int i = 0; i < N / 2; i += 2) {
+        const int64 row = row_base + 8 * ((i % 4) / 2);
+        const int64 col = col_base + 8 * (i / 4);
+        if (row >= args.M) continue;
+        float* dst = args.D + row * args.ldd + col;
+        if (pairs && col + 1 < args.N) {
+            float2 out = make_float2(args.alpha * acc[i], args.alpha * acc[i + 1]);
+            if (args.beta != 0.0f) {
+                const float2 old = *reinterpret_cast<const float2*>(dst);
+                out.x += args.beta * old.x;
+                out.y += args.beta * old.y;
+            }
+            *reinterpret_cast<float2*>(dst) = out;
+        } else {
+            if (col < args.N) store_output(args, row, col, acc[i]);
+            if (col + 1 < args.N) store_output(args, row, col + 1, acc[i + 1]);
+        }
+    }
+}
+
+}  // namespace gemmlab

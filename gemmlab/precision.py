@@ -1,0 +1,59 @@
+"""``precision=``: which arithmetic a GEMM may use. The names follow Triton's ``input_precision``.
+
+- ``"ieee"`` (the default): IEEE FP32 products and sums (FFMA): stages s01-s11 and skinny.
+- ``"tf32"``: tensor cores on inputs rounded to TF32 (10 mantissa bits), FP32 sums: s12. Fast; a
+  relative error of about 1e-4..1e-3.
+- ``"tf32x3"``: FP32-accurate tensor-core GEMM (3xTF32 with promotion into FP32): s13.
+
+The process-wide default is ``set_precision(...)``, else the environment variable
+``GEMMLAB_PRECISION``, else ``"ieee"``. ``stage="auto"`` dispatches within the chosen precision; it
+may run a more accurate stage where that is faster (a SIMT stage for a tiny tf32 problem).
+"""
+from __future__ import annotations
+
+import os
+
+from .errors import GemmlabError
+
+PRECISIONS = ("ieee", "tf32", "tf32x3")
+# How accurate each is, for "at least as accurate as asked": tf32x3 is FP32-accurate.
+_RANK = {"tf32": 0, "tf32x3": 1, "ieee": 1}
+_default: str | None = None
+
+
+class PrecisionError(GemmlabError, ValueError):
+    """An unknown precision, or a stage that does not compute at the precision asked for."""
+
+
+def check(precision, arg: str = "precision") -> str:
+    if precision not in PRECISIONS:
+        raise PrecisionError(f"{arg}={precision!r}: expected one of {', '.join(map(repr, PRECISIONS))}")
+    return precision
+
+
+def set_precision(precision: str | None) -> None:
+    """The process-wide default for calls that pass no ``precision=`` (None: back to
+    GEMMLAB_PRECISION or "ieee")."""
+    global _default
+    _default = None if precision is None else check(precision)
+
+
+def get_precision() -> str:
+    if _default is not None:
+        return _default
+    env = os.environ.get("GEMMLAB_PRECISION")
+    if env:
+        return check(env.strip().lower(), "GEMMLAB_PRECISION")
+    return "ieee"
+
+
+def resolve(precision) -> str:
+    """The precision a call runs at: its own argument, else the process default."""
+    return get_precision() if precision is None else check(precision)
+
+
+def satisfies(stage_precision: str, wanted: str) -> bool:
+    """Whether a stage computing at ``stage_precision`` meets a request for ``wanted``: the same,
+    or at least as accurate (ieee and tf32x3 are both FP32-accurate)."""
+    return stage_precision == wanted or _RANK[stage_precision] > _RANK[wanted] or \
+        (wanted == "tf32x3" and stage_precision == "ieee")

@@ -1,0 +1,178 @@
+"""s12 wgmma_tf32 (notes 000 §10.5, the last rung): s11's TMA + mbarrier pipeline feeding Hopper's
+warpgroup tensor-core MMA (``wgmma.mma_async ... m64nNk8.f32.tf32.tf32``) instead of SIMT FFMA.
+
+Precision ``tf32``: the tensor core reads 10 mantissa bits of each input, accumulates in FP32.
+
+TF32 wgmma has no transpose, so both operands must be K-major in shared memory: A as [m][k], B as
+[n][k], one 128-byte swizzled TMA box of 32 K each. The spec says so (``operands_k_major``) and
+the plan gives the kernel K-major, TMA-aligned operands: an A or B whose unit stride is along M
+or N is transposed into workspace first (B of an nn problem, A of tn/tt), any other unusable
+operand is copied; the plan's report names those steps. Problems TMA cannot take at all (K == 0,
+dimensions of 2^31 or more, more than 65535 batches) go to s10 (``fallback``, precision ieee).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ConfigError
+from . import tensor_map
+from .base import Param, Problem, StageSpec
+from .s10_cp_async import SMEM_LIMIT
+from .s11_tma import INT32_LIMIT, s10_config_for
+
+BLOCK_K = 32               # one 128-byte swizzled row of tf32
+SWIZZLE = 128
+PRODUCER_REGS = 40
+
+
+def consumer_regs(cfg) -> int:
+    """S12WgmmaTf32::CONSUMER_REGS: what each consumer thread gets after setmaxnreg."""
+    consumers = 128 * (cfg["block_m"] // 64)
+    return min(240, (65536 - 128 * PRODUCER_REGS) // consumers // 8 * 8)
+
+
+def operand_view(p: Problem, which: str):
+    """(ready, outer stride, batch stride): whether operand ``which`` is K-major (unit stride
+    along K; K == 1 counts) and TMA-aligned, with the stride between its rows (m of A, n of B)."""
+    if which == "a":
+        k_stride, outer_stride, outer, bs, ptr = p.a_cs, p.a_rs, p.M, p.a_bs, p.a_ptr
+    else:
+        k_stride, outer_stride, outer, bs, ptr = p.b_rs, p.b_cs, p.N, p.b_bs, p.b_ptr
+    k_major = k_stride == 1 or p.K == 1
+    if outer == 1:
+        outer_stride = -(-max(p.K, 1) // 4) * 4  # never used: any legal stride
+    ready = (k_major and ptr % 16 == 0 and outer_stride > 0 and outer_stride % 4 == 0
+             and not (p.batch > 1 and bs % 4))
+    return ready, outer_stride, bs
+
+
+def operand_maps(cfg, p: Problem) -> dict:
+    """The two tensor maps, outermost first: A as (batch, M, K), B as (batch, N, K), boxes of
+    (1, block_m | block_n, 32) with the 128-byte swizzle; plus "batch_mask" (bit 0 A, bit 1 B
+    batched; an unbatched operand is broadcast)."""
+    out, mask = {}, 0
+    for which, rows, box_rows, ptr in (("a", p.M, cfg["block_m"], p.a_ptr), ("b", p.N, cfg["block_n"], p.b_ptr)):
+        _, outer_stride, bs = operand_view(p, which)
+        batched = p.batch > 1 and bs != 0
+        batch_stride = bs if batched else -(-(rows * outer_stride) // 4) * 4
+        out[which] = (ptr, (p.batch if batched else 1, rows, p.K), (batch_stride, outer_stride, 1),
+                      (1, box_rows, BLOCK_K), SWIZZLE)
+        mask |= (1 if which == "a" else 2) if batched else 0
+    out["batch_mask"] = mask
+    return out
+
+
+class WgmmaTf32(StageSpec):
+    precision = "tf32"
+    operands_k_major = True
+
+    def threads(self, cfg):
+        return 128 * (cfg["block_m"] // 64) + 128
+
+    def compile_arch(self, cfg, arch):
+        # wgmma and setmaxnreg exist only on the sm_90a target (runs on compute capability 9.0).
+        return "sm_90a" if arch in ("sm_90", "sm_90a") else arch
+
+    def constraints(self, cfg):
+        out = []
+        bm, bn, st = cfg["block_m"], cfg["block_n"], cfg["stages"]
+        if bm not in (64, 128, 192, 256):
+            out.append(f"block_m={bm} must be 64, 128, 192 or 256 (one consumer warpgroup per 64 rows)")
+        if bn % 32 or not 32 <= bn <= 256:
+            out.append(f"block_n={bn} must be a multiple of 32 in 32..256 (wgmma n, one TMA box)")
+        if cfg["block_k"] != BLOCK_K:
+            out.append(f"block_k={cfg['block_k']} must be {BLOCK_K} (one 128-byte swizzled row of tf32)")
+        if not 2 <= st <= 8:
+            out.append(f"stages={st} must be 2..8")
+        if cfg["group_m"] < 1:
+            out.append(f"group_m={cfg['group_m']} must be at least 1")
+        if not out:
+            if bn // 2 + 40 > consumer_regs(cfg):
+                out.append(f"block_n/2 = {bn // 2} accumulators + 40 exceed the {consumer_regs(cfg)} registers "
+                           f"a consumer thread gets with block_m={bm}")
+            smem = self.smem_bytes(cfg, {})
+            if smem > SMEM_LIMIT:
+                out.append(f"shared memory {smem} B (stages x (block_m + block_n) x 128 B) exceeds {SMEM_LIMIT} B")
+        return out
+
+    def smem_bytes(self, cfg, variant):
+        return 1024 + cfg["stages"] * (cfg["block_m"] + cfg["block_n"]) * BLOCK_K * 4 + 2 * cfg["stages"] * 8
+
+    def variants(self, cfg):
+        return [{}]
+
+    def variant(self, cfg, problem):
+        return {}
+
+    def template(self, cfg, variant):
+        return f"gemmlab::S12WgmmaTf32<{cfg['block_m']}, {cfg['block_n']}, {cfg['block_k']}, {cfg['stages']}>"
+
+    # ---- what the kernel can take ----------------------------------------------------------
+    def operand_ready(self, problem: Problem, which: str) -> bool:
+        """Whether the plan can hand operand ``which`` to the kernel as it is (else it repacks)."""
+        return operand_view(problem, which)[0]
+
+    def tma_problems(self, cfg, p: Problem) -> list[str]:
+        out = []
+        if p.K == 0:
+            out.append("K == 0 (nothing to load)")
+        if max(p.M, p.N, p.K) >= INT32_LIMIT:
+            out.append("a dimension of 2^31 or more (TMA coordinates are 32-bit)")
+        if p.batch > 65535:
+            out.append(f"{p.batch} batches (the batch index is blockIdx.z, at most 65535)")
+        if p.splits > 1 and p.k_split % BLOCK_K:
+            out.append(f"split-K slices of {p.k_split} are not whole K tiles of {BLOCK_K}")
+        return out
+
+    def fallback(self, cfg, problem):
+        if self.tma_problems(cfg, problem) or not tensor_map.available():
+            from .s10_cp_async import STAGE as S10
+            return S10, s10_config_for({})
+        return None
+
+    def check_problem(self, cfg, problem):
+        bad = self.tma_problems(cfg, problem)
+        for which in ("a", "b"):
+            if not self.operand_ready(problem, which):
+                bad.append(f"{which.upper()} is not K-major with 16-byte aligned rows (TF32 wgmma reads both "
+                           "operands K-major; gemm() transposes or copies such an operand first)")
+        if not bad:
+            maps = operand_maps(cfg, problem)
+            for which in ("a", "b"):
+                ptr, shape, strides, box, swizzle = maps[which]
+                bad += [f"{which.upper()}: {m}" for m in tensor_map.problems(ptr, shape, strides, box, swizzle,
+                                                                             overhang=True)]
+        if bad:
+            raise ConfigError(f"stage {self.id} cannot run this problem as given: " + "; ".join(bad))
+
+    # ---- kernel parameters: the two tensor maps and the batch mask --------------------------
+    def extra_params(self, cfg, variant):
+        return [("const __grid_constant__ gemmlab::async::TmaDescriptor a_map", "a_map"),
+                ("const __grid_constant__ gemmlab::async::TmaDescriptor b_map", "b_map"),
+                ("int tma_batch_mask", "tma_batch_mask")]
+
+    def extra_args(self, cfg, variant, problem):
+        maps = operand_maps(cfg, problem)
+        return [tensor_map.TensorMapArg(w, *maps[w][1:]) for w in ("a", "b")] + [np.int32(maps["batch_mask"])]
+
+    def smem_accesses(self, cfg, variant=None):
+        """The tensor cores read shared memory through descriptors and TMA writes it: no LDS/STS."""
+        return {"a_load": [], "b_load": [], "a_store": [], "b_store": []}
+
+
+STAGE = WgmmaTf32(
+    id="s12",
+    name="wgmma_tf32",
+    adds="Hopper warpgroup tensor-core MMA (wgmma.mma_async m64nNk8 TF32) on TMA-loaded, 128B-swizzled K-major "
+         "tiles; producer/consumer warpgroups with setmaxnreg; precision tf32",
+    notes="000 §10.5",
+    params=(
+        Param("block_m", 128, "rows of D per block: one consumer warpgroup per 64 rows (64..256)"),
+        Param("block_n", 256, "columns of D per block = wgmma n (32..256, multiple of 32)"),
+        Param("block_k", 32, "K per pipeline stage: one 128-byte swizzled row of tf32 (fixed)"),
+        Param("stages", 4, "shared-memory stages in flight (full/empty mbarrier pair each)"),
+        Param("group_m", 8, "tile rows per L2 group in the block order"),
+    ),
+    sass=("HGMMA", "UTMALDG", "SYNCS"),
+    min_cc=90,
+)
