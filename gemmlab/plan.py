@@ -136,6 +136,7 @@ def kernel_for(spec, cfg, variant, arch) -> CompiledKernel:
 _COPY_SRC = '#include "common.cuh"\n'
 _REDUCE_SRC = '#include "splitk_reduce.cuh"\n'
 _TRANSPOSE_SRC = '#include "transpose.cuh"\n'
+_SPLIT_SRC = '#include "copy/split_tf32.cuh"\n'
 
 
 def _ready_kernel(src: str, name: str, arch: str, dev: int, smem: int, capturing: bool):
@@ -191,6 +192,16 @@ class _Builder:
         kinds = ["ptr", "ptr"] + ["i64"] * 7
         values = [0, 0, rows, cols, batch, src_bs, src_cs, dst_bs, dst_ld]
         self.add(label, _TRANSPOSE_SRC, "gemmlab_transpose", self.arch, (blocks, 1, min(batch, 65535)), 256, 0,
+                 kinds, values, [(0, *src_ref), (1, *dst_ref)])
+
+    # -- 3xTF32: an operand into K-major hi and lo copies --------------------------------------
+    def split(self, label, src_ref, dst_ref, rows, cols, batch, src_bs, src_xs, src_ks, dst_bs, ld, lo_off):
+        tiles = -(-rows // 32) * -(-cols // 32)
+        blocks = max(1, min(tiles, 132 * 16))
+        kinds = ["ptr", "ptr"] + ["i64"] * 9 + ["i32"]
+        x_unit = int(src_xs == 1 and rows > 1)
+        values = [0, 0, rows, cols, batch, src_bs, src_xs, src_ks, dst_bs, ld, lo_off, x_unit]
+        self.add(label, _SPLIT_SRC, "gemmlab_split_tf32", self.arch, (blocks, 1, min(batch, 65535)), 256, 0,
                  kinds, values, [(0, *src_ref), (1, *dst_ref)])
 
     # -- the split-K reduce ----------------------------------------------------------------------
@@ -285,6 +296,27 @@ def _k_major_operands(b: _Builder, spec, prob: Problem, refs: dict) -> Problem:
     return prob
 
 
+def _split_operands(b: _Builder, prob: Problem, refs: dict) -> Problem:
+    """3xTF32: write each operand as two K-major workspace copies, hi and lo (one launch of
+    gemmlab_split_tf32 per operand, transposing where the operand's unit stride is along M or N).
+    Adds refs "a_lo" and "b_lo"; returns the problem the kernel sees (on the hi copies)."""
+    for which in ("a", "b"):
+        rows = prob.M if which == "a" else prob.N
+        rs, cs, bs = getattr(prob, f"{which}_rs"), getattr(prob, f"{which}_cs"), getattr(prob, f"{which}_bs")
+        x_stride, k_stride = (rs, cs) if which == "a" else (cs, rs)
+        ld = _round4(prob.K)
+        per = _round4(rows * ld)
+        nb = prob.batch if bs else 1
+        off = b.ws_region(2 * per * nb)
+        b.split(f"split {which} (hi, lo; K-major)", refs[which], ("ws", off), rows, prob.K, nb, bs, x_stride,
+                k_stride, per, ld, per * nb)
+        refs[which] = ("ws", off)
+        refs[f"{which}_lo"] = ("ws", off + 4 * per * nb)
+        new = {"a_rs": ld, "a_cs": 1} if which == "a" else {"b_rs": 1, "b_cs": ld}
+        prob = replace(prob, **new, **{f"{which}_bs": per if bs else 0, f"{which}_ptr": 0})
+    return prob
+
+
 def build(choice: Choice, prob: Problem, refs: dict, dev: int, *, capturing: bool = False,
           c_copy: tuple | None = None) -> Plan:
     """Turn a choice for the kernel-level problem ``prob`` into a plan. ``refs`` maps the problem's
@@ -296,9 +328,13 @@ def build(choice: Choice, prob: Problem, refs: dict, dev: int, *, capturing: boo
     if c_copy is not None:  # (rows, cols, batch, c strides, out strides): c into out first
         b.copy("c into out", ("c", 0), ("out", 0), *c_copy)
 
-    # Tensor-core stages read both operands K-major (TF32 wgmma cannot transpose).
+    # Tensor-core stages read both operands K-major (TF32 wgmma cannot transpose); s13 reads them
+    # split into hi and lo parts.
     if spec.operands_k_major and prob.K > 0 and spec.fallback(cfg, prob) is None:
-        prob = _k_major_operands(b, spec, prob, refs)
+        if getattr(spec, "operand_split", False):
+            prob = _split_operands(b, prob, refs)
+        else:
+            prob = _k_major_operands(b, spec, prob, refs)
 
     # Repack operands the stage's fast paths cannot read as they are.
     if spec.aligned_path and prob.K > 0 and choice.repack and _b_k_major(prob):

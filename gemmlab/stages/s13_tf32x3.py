@@ -1,0 +1,88 @@
+"""s13 tf32x3 (beyond the notes): FP32-accurate GEMM on s12's tensor-core engine (TENSORCORE.md).
+
+Each operand is split by a pre-pass (kernels/copy/split_tf32.cuh, fused with the K-major
+transpose TF32 wgmma needs anyway): v = hi + lo, hi = tf32_rn(v), lo = tf32_rn(v - hi), lo = 0
+where v - hi is not finite. The kernel loads four TMA boxes per stage (A hi, A lo, B hi, B lo),
+issues lo·hi, hi·lo per k8 step into one tensor-core partial sum and hi·hi into another, and every
+``promote_k`` of K adds both into FP32 registers ("promotion"), because the tensor core's own
+accumulation truncates (H200: promote_k 32/64/128/256 gave 2.4/3.9/8.3/17e-7 at K = 4096 on U(-1,1)
+with a single partial sum; scripts/tf32x3_accuracy.py). Precision ``tf32x3``: the relative error is that of FP32 SIMT or better.
+
+The plan always runs the split (``operand_split``); the report names the split launches.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import tensor_map
+from .base import Param
+from .s10_cp_async import SMEM_LIMIT
+from .s12_wgmma_tf32 import BLOCK_K, WgmmaTf32, consumer_regs, operand_maps
+
+
+class Tf32x3(WgmmaTf32):
+    precision = "tf32x3"
+    operand_split = True  # the plan writes hi and lo K-major copies of both operands (refs a, a_lo, b, b_lo)
+    needs_workspace = True  # always (the split copies), so stage="auto" never picks it without one
+
+    def constraints(self, cfg):
+        out = []
+        bm, bn, st, pk = cfg["block_m"], cfg["block_n"], cfg["stages"], cfg["promote_k"]
+        if bm not in (64, 128, 192, 256):
+            out.append(f"block_m={bm} must be 64, 128, 192 or 256 (one consumer warpgroup per 64 rows)")
+        if bn % 32 or not 32 <= bn <= 256:
+            out.append(f"block_n={bn} must be a multiple of 32 in 32..256 (wgmma n, one TMA box)")
+        if cfg["block_k"] != BLOCK_K:
+            out.append(f"block_k={cfg['block_k']} must be {BLOCK_K} (one 128-byte swizzled row of tf32)")
+        if not 2 <= st <= 8:
+            out.append(f"stages={st} must be 2..8")
+        if pk % BLOCK_K or not BLOCK_K <= pk <= 4096:
+            out.append(f"promote_k={pk} must be a multiple of {BLOCK_K} in {BLOCK_K}..4096")
+        if cfg["group_m"] < 1:
+            out.append(f"group_m={cfg['group_m']} must be at least 1")
+        if not out:
+            if 3 * (bn // 2) + 32 > consumer_regs(cfg):
+                out.append(f"three accumulator sets of block_n/2 = {bn // 2} + 32 exceed the {consumer_regs(cfg)} "
+                           f"registers a consumer thread gets with block_m={bm}")
+            smem = self.smem_bytes(cfg, {})
+            if smem > SMEM_LIMIT:
+                out.append(f"shared memory {smem} B (stages x 2 x (block_m + block_n) x 128 B) exceeds {SMEM_LIMIT} B")
+        return out
+
+    def smem_bytes(self, cfg, variant):
+        return 1024 + cfg["stages"] * 2 * (cfg["block_m"] + cfg["block_n"]) * BLOCK_K * 4 + 2 * cfg["stages"] * 8
+
+    def template(self, cfg, variant):
+        return (f"gemmlab::S13Tf32x3<{cfg['block_m']}, {cfg['block_n']}, {cfg['block_k']}, {cfg['stages']}, "
+                f"{cfg['promote_k']}>")
+
+    def extra_params(self, cfg, variant):
+        return [("const __grid_constant__ gemmlab::async::TmaDescriptor a_map", "a_map"),
+                ("const __grid_constant__ gemmlab::async::TmaDescriptor a_lo_map", "a_lo_map"),
+                ("const __grid_constant__ gemmlab::async::TmaDescriptor b_map", "b_map"),
+                ("const __grid_constant__ gemmlab::async::TmaDescriptor b_lo_map", "b_lo_map"),
+                ("int tma_batch_mask", "tma_batch_mask")]
+
+    def extra_args(self, cfg, variant, problem):
+        maps = operand_maps(cfg, problem)  # hi and lo share shape and strides (one workspace layout)
+        return [tensor_map.TensorMapArg(ref, *maps[ref[0]][1:]) for ref in ("a", "a_lo", "b", "b_lo")] + \
+            [np.int32(maps["batch_mask"])]
+
+
+STAGE = Tf32x3(
+    id="s13",
+    name="tf32x3",
+    adds="FP32-accurate tensor cores: operands split into TF32 hi + lo (pre-pass), three wgmmas per k8 "
+         "(lo·hi, hi·lo, hi·hi), the partial sum promoted into FP32 registers every promote_k; precision tf32x3",
+    notes="beyond the notes (TENSORCORE.md)",
+    params=(
+        Param("block_m", 128, "rows of D per block: one consumer warpgroup per 64 rows (64..256)"),
+        Param("block_n", 128, "columns of D per block = wgmma n (three accumulator sets of block_n/2 per thread)"),
+        Param("block_k", 32, "K per pipeline stage: one 128-byte swizzled row of tf32 (fixed)"),
+        Param("stages", 3, "shared-memory stages in flight (four boxes each: A hi/lo, B hi/lo)"),
+        Param("promote_k", 64, "K between promotions of the tensor-core partial sum into FP32 registers"),
+        Param("group_m", 8, "tile rows per L2 group in the block order"),
+    ),
+    sass=("HGMMA", "UTMALDG", "SYNCS", "FADD"),
+    min_cc=90,
+)
