@@ -234,7 +234,7 @@ class _Builder:
         tmaps = []
         for extra in spec.extra_args(cfg, variant, prob):
             if isinstance(extra, TensorMapArg):
-                slot = TensorMapDescriptor(extra.shape, extra.strides, extra.box, extra.swizzle)
+                slot = TensorMapDescriptor(extra.shape, extra.strides, extra.box, extra.swizzle, extra.data_type)
                 kinds.append(slot)
                 values.append(None)
                 tmaps.append((slot, *refs[extra.operand]))

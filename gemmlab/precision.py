@@ -38,13 +38,20 @@ def set_precision(precision: str | None) -> None:
     _default = None if precision is None else check(precision)
 
 
+_env_seen: tuple | None = None  # (GEMMLAB_PRECISION as read, its precision): read once per value
+
+
 def get_precision() -> str:
+    """The process default: set_precision's, else GEMMLAB_PRECISION's, else "ieee"."""
+    global _env_seen
     if _default is not None:
         return _default
     env = os.environ.get("GEMMLAB_PRECISION")
-    if env:
-        return check(env.strip().lower(), "GEMMLAB_PRECISION")
-    return "ieee"
+    if _env_seen is not None and _env_seen[0] == env:
+        return _env_seen[1]
+    value = check(env.strip().lower(), "GEMMLAB_PRECISION") if env else "ieee"
+    _env_seen = (env, value)
+    return value
 
 
 def resolve(precision) -> str:

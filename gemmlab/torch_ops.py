@@ -5,23 +5,33 @@
     y = torch.ops.gemmlab.bmm(a, b)                      # a @ b, 3-D, equal batches
     y = torch.ops.gemmlab.gemm(a, b, c, alpha, beta)     # alpha * a @ b + beta * c, 2-D or 3-D
     y = torch.ops.gemmlab.linear(x, weight, bias)        # x @ weight.T + bias, x of any leading dims
+    y = torch.ops.gemmlab.mm(a, b, "tf32x3")             # every operator takes a last argument
+                                                         # precision (None: gemmlab's default)
 
-Each is a ``torch.library.custom_op`` with
+The operators are defined with ``torch.library.Library`` and two kernels each, not with the
+``torch.library.custom_op`` wrapper (whose Python autograd and aliasing checks cost about 27 µs a
+call on the H200's host, results/h200/overhead):
 
-- a real implementation that allocates a contiguous float32 output and runs ``gemmlab.gemm`` /
-  ``gemmlab.gemm_batched`` into it on torch's current stream (transposed views such as
-  ``weight.t()`` are passed as they are: gemmlab reads them without a copy; the bias is fused as
-  C with beta = 1, a stride-0 ``bias.expand(M, N)``);
-- a fake implementation (``register_fake``) that returns the same shape, strides, dtype and
-  device without running anything, so torch.compile / export / FakeTensorMode trace through it;
-- an autograd formula (``register_autograd``) whose GEMMs are these operators again
-  (grad_a = alpha * g @ b^T, grad_b = alpha * a^T @ g, grad_c = beta * g; for linear
-  grad_x = g @ W, grad_W = g^T @ x, grad_bias = g summed over the leading dims), computing only
-  the gradients that autograd asks for.
+- an **Autograd** kernel (all backends), the one the dispatcher calls first. When no gradient is
+  wanted and the arguments are plain CPU/CUDA tensors (the dispatch key set is exactly backend +
+  autograd: no FakeTensor, functionalization, TorchDispatchMode ...) it runs the implementation
+  directly: one Python call per operator call. When a gradient is wanted it runs a
+  ``torch.autograd.Function`` whose backward calls these operators again (double backward works);
+  otherwise (tracing, modes) it redispatches below autograd, as torch's own ops do;
+- a **CompositeExplicitAutograd** kernel: the same implementation, for those redispatches;
+- a fake (meta) implementation (``torch.library.register_fake``) with exactly the real output's
+  shape, strides, dtype and device, so FakeTensorMode, torch.compile(fullgraph=True), torch.export
+  and ``torch.library.opcheck`` trace through them.
 
-Inputs are float32 CUDA tensors on one device. The dtype, rank and shape checks run in the fake
-implementation too, so a bad call fails while torch.compile traces it (TypeError / ValueError
-naming the operator); CPU tensors are refused when the operator runs. Docs: docs/torch.md.
+The implementation hands the call to ``gemmlab.gemm`` / ``gemmlab.gemm_batched``, which allocates
+the contiguous float32 result and launches on torch's current stream; transposed views such as
+``weight.t()`` are passed as they are (gemmlab reads them without a copy); linear's bias is fused
+as C with beta = 1 (a stride-0 ``bias.expand(M, N)``). Nothing else runs on a good call: the
+operator's own checks (dtype, rank, shape, device, naming the operator) run in the fake
+implementation, and in the real one only after gemmlab refused a call, to say which argument was
+wrong. Gradients: grad_a = alpha * g @ b^T, grad_b = alpha * a^T @ g, grad_c = beta * g; for linear
+grad_x = g @ W, grad_W = g^T @ x, grad_bias = g summed over the leading dims; only the gradients
+that autograd asks for are computed. Docs: docs/torch.md.
 """
 
 import math
@@ -31,28 +41,53 @@ import torch
 from torch import Tensor
 
 import gemmlab
+from gemmlab.precision import PRECISIONS
 
-__all__ = ["mm", "bmm", "gemm", "linear", "OPS"]
+__all__ = ["mm", "bmm", "gemm", "linear", "OPS", "SCHEMAS"]
 
 OPS = ("mm", "bmm", "gemm", "linear")
+SCHEMAS = {
+    "mm": "mm(Tensor a, Tensor b, str? precision=None) -> Tensor",
+    "bmm": "bmm(Tensor a, Tensor b, str? precision=None) -> Tensor",
+    "gemm": "gemm(Tensor a, Tensor b, Tensor? c=None, float alpha=1., float beta=0., str? precision=None) -> Tensor",
+    "linear": "linear(Tensor x, Tensor weight, Tensor? bias=None, str? precision=None) -> Tensor",
+}
 
 
 # ---- the one place gemmlab is called (tests on machines without a GPU replace it) ------------
 
-def _run(op: str, a: Tensor, b: Tensor, c: Optional[Tensor], alpha: float, beta: float, out: Tensor) -> None:
-    """``out = alpha * a @ b + beta * c`` through gemmlab (2-D: gemm, 3-D: gemm_batched).
-    ``out`` was allocated on the first input's device, and every input is on that device."""
-    if not out.is_cuda:
-        raise ValueError(f"gemmlab::{op}: the inputs are on {out.device}; gemmlab runs on CUDA tensors "
-                         f"(move them with .cuda())")
-    if a.dim() == 2:
-        gemmlab.gemm(a, b, c, alpha=alpha, beta=beta, out=out)
-    else:
-        gemmlab.gemm_batched(a, b, c, alpha=alpha, beta=beta, out=out)
+def _run(op: str, a: Tensor, b: Tensor, c: Optional[Tensor], alpha: float, beta: float,
+         precision: Optional[str]) -> Tensor:
+    """``alpha * a @ b + beta * c`` through gemmlab (2-D: gemm, 3-D: gemm_batched): a new
+    contiguous tensor on torch's current stream. gemmlab checks everything itself (its plan cache
+    makes a repeated call's checks one dictionary lookup)."""
+    if a.dim() == 3:
+        return gemmlab.gemm_batched(a, b, c, alpha, beta, precision=precision)
+    return gemmlab.gemm(a, b, c, alpha, beta, precision=precision)
 
 
-# ---- checks shared by the real and the fake implementations ----------------------------------
-# Messages are built only when a check fails (they are on every call's path).
+_REFUSED = (TypeError, ValueError, gemmlab.GemmlabError)
+
+
+def _explain(op: str, args: tuple, precision, error) -> None:
+    """After gemmlab refused a call: raise the operator's own error (naming the operator and the
+    argument) where one of its checks fails, else return (the caller re-raises gemmlab's)."""
+    _check_precision(op, precision)
+    _SHAPE[op](*args)
+    t = args[0]
+    if not t.is_cuda:
+        raise ValueError(f"gemmlab::{op}: the inputs are on {t.device}; gemmlab runs on CUDA tensors "
+                         f"(move them with .cuda())") from error
+
+
+# ---- checks of the fake implementations (and of the real ones once gemmlab refused a call) ----
+# Messages are built only when a check fails.
+
+def _check_precision(op: str, precision) -> None:
+    if precision is not None and precision not in PRECISIONS:
+        raise ValueError(f"gemmlab::{op}: precision={precision!r}; expected None or one of "
+                         f"{', '.join(map(repr, PRECISIONS))}")
+
 
 def _float32(op: str, **tensors) -> None:
     for name, t in tensors.items():
@@ -84,9 +119,9 @@ def _check(cond, msg) -> None:
 
 
 def _product_shape(op: str, a: Tensor, b: Tensor, batch_broadcast: bool) -> tuple:
-    """The shape of a @ b (2-D or 3-D), after checking ranks and sizes."""
+    """The shape of a @ b (2-D or 3-D), after checking dtypes, ranks, devices and sizes."""
     _float32(op, a=a, b=b)
-    _rank(op, "a", a, (2, 3))
+    _rank(op, "a", a, {"mm": (2,), "bmm": (3,)}.get(op, (2, 3)))
     _rank(op, "b", b, (a.dim(),))
     _same_device(op, a=a, b=b)
     *batch_a, M, K = a.shape
@@ -139,74 +174,86 @@ def _rows(x: Tensor):
     return math.prod(x.shape[:-1])
 
 
-# ---- the operators ---------------------------------------------------------------------------
+# ---- the implementations (real tensors) ------------------------------------------------------
 
-@torch.library.custom_op("gemmlab::mm", mutates_args=())
-def mm(a: Tensor, b: Tensor) -> Tensor:
-    """``a @ b`` for 2-D float32 CUDA tensors (like torch.mm)."""
-    _rank("mm", "a", a, (2,))
-    out = a.new_empty(_product_shape("mm", a, b, False))
-    _run("mm", a, b, None, 1.0, 0.0, out)
-    return out
+def _mm_impl(a, b, precision=None):
+    try:
+        return _run("mm", a, b, None, 1.0, 0.0, precision)
+    except _REFUSED as e:
+        _explain("mm", (a, b), precision, e)
+        raise
 
 
-@mm.register_fake
-def _mm_fake(a, b):
-    _rank("mm", "a", a, (2,))
+def _bmm_impl(a, b, precision=None):
+    if a.dim() != 3 or b.dim() != 3 or a.shape[0] != b.shape[0]:  # gemm_batched would broadcast a batch of 1
+        _product_shape("bmm", a, b, False)
+    try:
+        return _run("bmm", a, b, None, 1.0, 0.0, precision)
+    except _REFUSED as e:
+        _explain("bmm", (a, b), precision, e)
+        raise
+
+
+def _gemm_impl(a, b, c=None, alpha=1.0, beta=0.0, precision=None):
+    try:
+        return _run("gemm", a, b, c, float(alpha), float(beta), precision)
+    except _REFUSED as e:
+        _explain("gemm", (a, b, c), precision, e)
+        raise
+
+
+def _linear_impl(x, weight, bias=None, precision=None):
+    try:
+        if x.dim() == 2:
+            x2, lead = x, None
+        else:
+            if x.dim() < 1:
+                raise ValueError("x is 0-D")
+            lead = x.shape[:-1]
+            x2 = x.reshape(_rows(x), x.shape[-1])   # a view whenever the leading dims allow it
+        if weight.dim() != 2 or (bias is not None and bias.dim() != 1):
+            raise ValueError("weight or bias rank")
+        if bias is None:
+            out = _run("linear", x2, weight.t(), None, 1.0, 0.0, precision)
+        else:   # stride-0 rows: gemmlab copies the bias into the output, then accumulates onto it
+            out = _run("linear", x2, weight.t(), bias.expand(x2.shape[0], bias.shape[0]), 1.0, 1.0, precision)
+    except _REFUSED as e:
+        _explain("linear", (x, weight, bias), precision, e)
+        raise
+    return out if lead is None else out.view(*lead, out.shape[-1])
+
+
+# ---- fake implementations ----------------------------------------------------------------------
+
+def _mm_fake(a, b, precision=None):
+    _check_precision("mm", precision)
     return a.new_empty(_product_shape("mm", a, b, False))
 
 
-@torch.library.custom_op("gemmlab::bmm", mutates_args=())
-def bmm(a: Tensor, b: Tensor) -> Tensor:
-    """``a @ b`` for 3-D float32 CUDA tensors with equal batches (like torch.bmm)."""
-    _rank("bmm", "a", a, (3,))
-    out = a.new_empty(_product_shape("bmm", a, b, False))
-    _run("bmm", a, b, None, 1.0, 0.0, out)
-    return out
-
-
-@bmm.register_fake
-def _bmm_fake(a, b):
-    _rank("bmm", "a", a, (3,))
+def _bmm_fake(a, b, precision=None):
+    _check_precision("bmm", precision)
     return a.new_empty(_product_shape("bmm", a, b, False))
 
 
-@torch.library.custom_op("gemmlab::gemm", mutates_args=())
-def gemm(a: Tensor, b: Tensor, c: Optional[Tensor] = None, alpha: float = 1.0, beta: float = 0.0) -> Tensor:
-    """``alpha * a @ b + beta * c`` (2-D, or 3-D where a batch of 1 in a or b broadcasts);
-    without c (or with beta 0) c is not read."""
-    out = a.new_empty(_gemm_shape(a, b, c))
-    _run("gemm", a, b, c, float(alpha), float(beta), out)
-    return out
-
-
-@gemm.register_fake
-def _gemm_fake(a, b, c=None, alpha=1.0, beta=0.0):
+def _gemm_fake(a, b, c=None, alpha=1.0, beta=0.0, precision=None):
+    _check_precision("gemm", precision)
     return a.new_empty(_gemm_shape(a, b, c))
 
 
-@torch.library.custom_op("gemmlab::linear", mutates_args=())
-def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
-    """``x @ weight.T + bias`` like torch.nn.functional.linear: x is (..., in), weight (out, in),
-    bias (out,) or None; the result is (..., out), contiguous."""
-    shape = _linear_shape(x, weight, bias)
-    out = x.new_empty(shape)
-    M, (N, K) = _rows(x), weight.shape
-    x2 = x.reshape(M, K)           # a view whenever the leading dims can be flattened without a copy
-    c = None if bias is None else bias.expand(M, N)  # stride-0 rows: gemmlab copies it into out first
-    _run("linear", x2, weight.t(), c, 1.0, 0.0 if bias is None else 1.0, out.view(M, N))
-    return out
-
-
-@linear.register_fake
-def _linear_fake(x, weight, bias=None):
+def _linear_fake(x, weight, bias=None, precision=None):
+    _check_precision("linear", precision)
     return x.new_empty(_linear_shape(x, weight, bias))
 
 
-# ---- autograd --------------------------------------------------------------------------------
+# ---- autograd ----------------------------------------------------------------------------------
 
 def _mT(t: Tensor) -> Tensor:
     return t.transpose(-2, -1)
+
+
+def _col_major(t: Tensor) -> bool:
+    """A 2-D tensor stored column-major (e.g. weight.t()), not also row-major."""
+    return t.stride(0) == 1 and t.stride(1) != 1 and t.shape[0] > 1
 
 
 def _unbroadcast(grad: Tensor, like: Tensor) -> Tensor:
@@ -216,76 +263,169 @@ def _unbroadcast(grad: Tensor, like: Tensor) -> Tensor:
     return grad
 
 
-def _save_ab(ctx, inputs, output):
-    a, b = inputs[0], inputs[1]
-    ctx.save_for_backward(a, b)
-
-
-def _needs(ctx, n: int) -> tuple:
-    """ctx.needs_input_grad padded to the op's ``n`` arguments: the dispatcher drops trailing
-    arguments equal to their defaults (bias=None, alpha=1.0, ...) before autograd sees them."""
-    ng = tuple(ctx.needs_input_grad)
-    return ng + (False,) * (n - len(ng))
-
-
-def _grads(ctx, *grads) -> tuple:
-    """One gradient per argument autograd was given (see _needs)."""
-    return grads[:len(ctx.needs_input_grad)]
-
-
 def _mm_backward(ctx, g):
     a, b = ctx.saved_tensors
-    need_a, need_b = _needs(ctx, 2)
-    ga = torch.ops.gemmlab.mm(g, b.t()) if need_a else None
-    gb = torch.ops.gemmlab.mm(a.t(), g) if need_b else None
-    return ga, gb
+    p = ctx.precision
+    need_a, need_b = ctx.needs_input_grad[1:3]
+    ga = gb = None
+    mm_ = _OP["mm"]
+    if need_a:  # g @ b^T, in a's layout (a column-major a gets (b @ g^T)^T)
+        ga = mm_(b, g.t(), p).t() if _col_major(a) else mm_(g, b.t(), p)
+    if need_b:  # a^T @ g, in b's layout (b = weight.t() gets (g^T @ a)^T: a row-major weight gradient)
+        gb = mm_(g.t(), a, p).t() if _col_major(b) else mm_(a.t(), g, p)
+    return None, ga, gb, None
 
 
 def _bmm_backward(ctx, g):
     a, b = ctx.saved_tensors
-    need_a, need_b = _needs(ctx, 2)
-    ga = torch.ops.gemmlab.bmm(g, _mT(b)) if need_a else None
-    gb = torch.ops.gemmlab.bmm(_mT(a), g) if need_b else None
-    return ga, gb
-
-
-def _gemm_setup(ctx, inputs, output):
-    a, b, c, alpha, beta = inputs
-    ctx.save_for_backward(a, b)
-    ctx.alpha, ctx.beta = float(alpha), float(beta)
+    p = ctx.precision
+    need_a, need_b = ctx.needs_input_grad[1:3]
+    ga = _OP["bmm"](g, _mT(b), p) if need_a else None
+    gb = _OP["bmm"](_mT(a), g, p) if need_b else None
+    return None, ga, gb, None
 
 
 def _gemm_backward(ctx, g):
     a, b = ctx.saved_tensors
-    need_a, need_b, need_c, _, _ = _needs(ctx, 5)
+    p, alpha, beta = ctx.precision, ctx.alpha, ctx.beta
+    need_a, need_b, need_c = ctx.needs_input_grad[1:4]
     ga = gb = gc = None
     if need_a:
-        ga = _unbroadcast(torch.ops.gemmlab.gemm(g, _mT(b), None, ctx.alpha, 0.0), a)
+        ga = _unbroadcast(_OP["gemm"](g, _mT(b), None, alpha, 0.0, p), a)
     if need_b:
-        gb = _unbroadcast(torch.ops.gemmlab.gemm(_mT(a), g, None, ctx.alpha, 0.0), b)
+        gb = _unbroadcast(_OP["gemm"](_mT(a), g, None, alpha, 0.0, p), b)
     if need_c:
-        gc = g * ctx.beta
-    return _grads(ctx, ga, gb, gc, None, None)
-
-
-def _linear_setup(ctx, inputs, output):
-    x, weight, bias = inputs
-    ctx.save_for_backward(x, weight)
+        gc = g * beta
+    return None, ga, gb, gc, None, None, None
 
 
 def _linear_backward(ctx, g):
     x, weight = ctx.saved_tensors
+    p = ctx.precision
     N, K = weight.shape
     M = _rows(x)
     g2 = g.reshape(M, N)
-    need_x, need_w, need_bias = _needs(ctx, 3)
-    gx = torch.ops.gemmlab.mm(g2, weight).reshape(x.shape) if need_x else None
-    gw = torch.ops.gemmlab.mm(g2.t(), x.reshape(M, K)) if need_w else None
+    need_x, need_w, need_bias = ctx.needs_input_grad[1:4]
+    gx = _OP["mm"](g2, weight, p).reshape(x.shape) if need_x else None
+    gw = _OP["mm"](g2.t(), x.reshape(M, K), p) if need_w else None
     gbias = g2.sum(0) if need_bias else None
-    return _grads(ctx, gx, gw, gbias)
+    return None, gx, gw, gbias, None
 
 
-mm.register_autograd(_mm_backward, setup_context=_save_ab)
-bmm.register_autograd(_bmm_backward, setup_context=_save_ab)
-gemm.register_autograd(_gemm_backward, setup_context=_gemm_setup)
-linear.register_autograd(_linear_backward, setup_context=_linear_setup)
+# The dispatch key sets of calls on plain CPU or CUDA tensors (backend + autograd; no FakeTensor,
+# functionalization, TorchDispatchMode ... below autograd): for them the implementation runs
+# directly instead of through a second dispatcher trip.
+_PLAIN_KEYSETS = frozenset(
+    torch._C.DispatchKeySet(getattr(torch._C.DispatchKey, backend))
+    .add(getattr(torch._C.DispatchKey, "Autograd" + backend)).raw_repr()
+    for backend in ("CPU", "CUDA"))
+
+
+def _forward(name, ks, args):
+    """The operator's result for these arguments below autograd: the implementation itself for
+    plain tensors, else a redispatch (the CompositeExplicitAutograd or fake kernel, through
+    whatever modes are active)."""
+    if ks.raw_repr() in _PLAIN_KEYSETS:
+        return _DIRECT[name](*args)
+    with torch._C._AutoDispatchBelowAutograd():
+        return _OP[name](*args)
+
+
+class _MM(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, ks, a, b, precision):
+        ctx.save_for_backward(a, b)
+        ctx.precision = precision
+        return _forward("mm", ks, (a, b, precision))
+
+    backward = staticmethod(_mm_backward)
+
+
+class _BMM(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, ks, a, b, precision):
+        ctx.save_for_backward(a, b)
+        ctx.precision = precision
+        return _forward("bmm", ks, (a, b, precision))
+
+    backward = staticmethod(_bmm_backward)
+
+
+class _GEMM(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, ks, a, b, c, alpha, beta, precision):
+        ctx.save_for_backward(a, b)
+        ctx.precision, ctx.alpha, ctx.beta = precision, float(alpha), float(beta)
+        return _forward("gemm", ks, (a, b, c, alpha, beta, precision))
+
+    backward = staticmethod(_gemm_backward)
+
+
+class _LINEAR(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, ks, x, weight, bias, precision):
+        ctx.save_for_backward(x, weight)
+        ctx.precision = precision
+        return _forward("linear", ks, (x, weight, bias, precision))
+
+    backward = staticmethod(_linear_backward)
+
+
+_grad_enabled = torch.is_grad_enabled
+_any_requires_grad = torch._C._any_requires_grad
+
+
+def _mm_autograd(ks, a, b, precision=None):
+    if _grad_enabled() and _any_requires_grad(a, b):
+        return _MM.apply(ks, a, b, precision)
+    if ks.raw_repr() in _PLAIN_KEYSETS:
+        return _mm_impl(a, b, precision)
+    return _forward("mm", ks, (a, b, precision))
+
+
+def _bmm_autograd(ks, a, b, precision=None):
+    if _grad_enabled() and _any_requires_grad(a, b):
+        return _BMM.apply(ks, a, b, precision)
+    if ks.raw_repr() in _PLAIN_KEYSETS:
+        return _bmm_impl(a, b, precision)
+    return _forward("bmm", ks, (a, b, precision))
+
+
+def _gemm_autograd(ks, a, b, c=None, alpha=1.0, beta=0.0, precision=None):
+    if _grad_enabled() and _any_requires_grad(a, b, c):
+        return _GEMM.apply(ks, a, b, c, alpha, beta, precision)
+    if ks.raw_repr() in _PLAIN_KEYSETS:
+        return _gemm_impl(a, b, c, alpha, beta, precision)
+    return _forward("gemm", ks, (a, b, c, alpha, beta, precision))
+
+
+def _linear_autograd(ks, x, weight, bias=None, precision=None):
+    if _grad_enabled() and _any_requires_grad(x, weight, bias):
+        return _LINEAR.apply(ks, x, weight, bias, precision)
+    if ks.raw_repr() in _PLAIN_KEYSETS:
+        return _linear_impl(x, weight, bias, precision)
+    return _forward("linear", ks, (x, weight, bias, precision))
+
+
+# ---- registration ------------------------------------------------------------------------------
+
+_SHAPE = {"mm": lambda a, b: _product_shape("mm", a, b, False),
+          "bmm": lambda a, b: _product_shape("bmm", a, b, False),
+          "gemm": _gemm_shape, "linear": _linear_shape}
+_DIRECT = {"mm": _mm_impl, "bmm": _bmm_impl, "gemm": _gemm_impl, "linear": _linear_impl}
+_IMPL = dict(_DIRECT)  # what the CompositeExplicitAutograd kernels call (looked up per call)
+_FAKE = {"mm": _mm_fake, "bmm": _bmm_fake, "gemm": _gemm_fake, "linear": _linear_fake}
+_AUTOGRAD = {"mm": _mm_autograd, "bmm": _bmm_autograd, "gemm": _gemm_autograd, "linear": _linear_autograd}
+FUNCTIONS = {"mm": _MM, "bmm": _BMM, "gemm": _GEMM, "linear": _LINEAR}  # tests swap a backward
+
+_lib = torch.library.Library("gemmlab", "DEF")
+for _name in OPS:
+    _lib.define(SCHEMAS[_name])
+    # A kernel that looks the implementation up at call time, so tests can replace _run / _IMPL.
+    _lib.impl(_name, (lambda n: lambda *a: _IMPL[n](*a))(_name), "CompositeExplicitAutograd")
+    _lib.impl(_name, _AUTOGRAD[_name], "Autograd", with_keyset=True)
+    torch.library.register_fake(f"gemmlab::{_name}", _FAKE[_name], lib=_lib)
+del _name
+
+_OP = {name: getattr(torch.ops.gemmlab, name).default for name in OPS}
+mm, bmm, gemm, linear = (_OP[n] for n in OPS)

@@ -56,6 +56,27 @@ for what in "$@"; do
     ncu)
       step "ncu: gemmlab auto vs cuBLAS on the shapes that fall short"
       bash scripts/ncu_short.sh 2>&1 | tee "$RES/ncu_short.txt" | tail -40 ;;
+    torch-tests)
+      step "pytest -m gpu: torch ops, enable()"
+      python3 -m pytest -m gpu -q -n 8 --timeout 300 -p no:cacheprovider tests/test_torch_ops.py tests/test_torch_enable.py 2>&1 \
+        | tee "$RES/gpu_tests_torch.txt" | grep -E "passed|failed|FAILED|Error" | tail -30 ;;
+    training)
+      step "training step: TransformerEncoder, torch vs gemmlab"
+      python3 -m gemmlab.bench.training --out "$RES/training" 2>&1 | tee "$RES/training.txt" | tail -25
+      python3 -m gemmlab.bench.training --d-model 2048 --precision tf32x3 --skip-compile --out "$RES/training-2048-tf32x3" 2>&1 \
+        | tee "$RES/training-2048.txt" | tail -15 ;;
+    s13-variants)
+      step "s13 variants at 8192^3 and 4096^3"
+      for n in 4096 8192; do
+        python3 -m gemmlab ladder --size $n --stages "s13,s13[split_partials=0],s13[split_partials=0,promote_k=64],s13[block_n=192,split_partials=0,stages=2]" \
+          --baselines cublas --out "$RES/s13-variants-$n" 2>&1 | tee "$RES/s13-variants-$n.txt" | tail -8
+      done ;;
+    ncu-tc)
+      step "ncu: s12 and s13 at 4096^3"
+      bash scripts/ncu_tensor.sh 2>&1 | tee "$RES/ncu_tensor.txt" | tail -50 ;;
+    accuracy)
+      step "3xTF32 accuracy"
+      python3 scripts/tf32x3_accuracy.py "$RES/tf32x3_accuracy.json" 2>&1 | tee "$RES/tf32x3_accuracy.txt" | tail -14 ;;
     probe)
       step "bank probe"
       python3 -m gemmlab bank-probe --out "$RES/bank-probe" 2>&1 | tee "$RES/bank-probe.txt" | tail -30 ;;

@@ -88,12 +88,24 @@ def cpu_run(monkeypatch):
         b = torch.rand((n, n), generator=g) - 0.5
         return a, b, a.double() @ b.double(), torch.empty(n, n), torch.empty(n, n)
 
+    entered = []
+
+    class Context:
+        def __enter__(self):
+            entered.append("in")
+
+        def __exit__(self, *exc):
+            entered.append("out")
+
     def candidates(a, b, out_g, out_t):
-        return [("gemmlab.matmul", lambda: a @ b),
-                ("gemmlab.matmul(out=)", lambda: torch.mm(a, b, out=out_g).mul_(2)),   # wrong
-                ("torch.ops.gemmlab.mm", lambda: a @ b),
-                ("torch.mm", lambda: torch.mm(a, b)),
-                ("torch.mm(out=)", lambda: torch.mm(a, b, out=out_t))]
+        return [("gemmlab.matmul", lambda: a @ b, None),
+                ("gemmlab.matmul(out=)", lambda: torch.mm(a, b, out=out_g).mul_(2), None),   # wrong
+                ("torch.ops.gemmlab.mm", lambda: a @ b, None),
+                ("torch.mm [gemmlab.torch.enable()]", lambda: entered[-1] == "in" and a @ b, Context),
+                ("torch.mm", lambda: torch.mm(a, b), None),
+                ("torch.mm(out=)", lambda: torch.mm(a, b, out=out_t), None),
+                ("torch.ops.gemmlab.mm [dispatch only]", lambda: a @ b, None),
+                ("custom_op wrapper [previous design]", lambda: a @ b, None)]
 
     times = {"n": 0}
 
@@ -129,6 +141,10 @@ def test_a_run_with_cpu_stand_ins(cpu_run, tmp_path):
             assert r["host_us"] > 0 and r["e2e_us"] >= r["host_us"] and len(r["e2e_us_runs"]) == 3
             assert r["vs_torch_host"] is not None
     assert all(r["vs_torch_host"] == 1.0 for r in rows if r["call"] == "torch.mm")
+    targets, = doc["targets"]
+    assert targets["call"] == "torch.ops.gemmlab.mm" and targets["size"] == 64 and targets["met"] is None  # no 64³
+    assert set(overhead.CALLS) >= {"torch.ops.gemmlab.mm", "torch.mm [gemmlab.torch.enable()]",
+                                   "torch.ops.gemmlab.mm [dispatch only]", "custom_op wrapper [previous design]"}
     api = doc["api_vs_kernel"]
     assert api["size"] == 32 and api["api"]["time_ms"] == 2.0 and api["torch_mm"]["time_ms"] == 1.9
     assert api["api_vs_torch"] == pytest.approx(2.0 / 1.9)
@@ -144,6 +160,20 @@ def test_a_run_with_cpu_stand_ins(cpu_run, tmp_path):
     assert path.name == "overhead.json"
     back = json.loads(path.read_text())
     assert back["rows"][0]["call"] == "gemmlab.matmul" and "git" in back["provenance"]
+
+
+def test_check_targets():
+    rows = [{"size": 64, "call": "torch.ops.gemmlab.mm", "host_us": 15.0},
+            {"size": 64, "call": "torch.mm", "host_us": 12.0},
+            {"size": 256, "call": "torch.ops.gemmlab.mm", "host_us": 30.0},
+            {"size": 256, "call": "torch.mm", "host_us": 12.0}]
+    overhead.add_ratios(rows)
+    t, = overhead.check_targets(rows)
+    assert t["value"] == pytest.approx(1.25) and t["met"] is True and t["target"] == 1.3
+    rows[0]["host_us"] = 16.0
+    overhead.add_ratios(rows)
+    assert overhead.check_targets(rows)[0]["met"] is False
+    assert "target: torch.ops.gemmlab.mm at 64³" in overhead.plain({"rows": rows, "targets": overhead.check_targets(rows)})
 
 
 def test_api_line_without_the_kernel_alone():
@@ -175,12 +205,12 @@ def test_overhead_without_a_gpu_exits_2_with_one_line(tmp_path):
     (("bench", "64", "64", "64", "--calls", "10", "--api-size", "0"), "--calls, --api-size: only with --overhead"),
     (("bench", "--overhead", "64", "64", "64"), "takes no M N K"),
     (("bench", "--overhead", "--sizes", "64,x"), "--sizes:"),
-    (("bench", "--overhead", "--calls", "0"), "--calls and --repeats >= 1"),
+    (("bench", "--overhead", "--calls", "0"), "--calls 0: must be >= 1"),
 ])
 def test_overhead_argument_errors(args, msg):
     r = gemmlab(*args)
-    assert r.returncode == 1, (r.returncode, r.stderr)
-    assert msg in r.stderr
+    assert r.returncode == 2, (r.returncode, r.stderr)  # a bad argument, as everywhere (argparse's status)
+    assert msg in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
 def test_overhead_help_and_import_without_torch():

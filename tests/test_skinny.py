@@ -317,7 +317,7 @@ int emu_run(void (*kernel_body)(), unsigned gx, unsigned gy, unsigned gz, int th
 '''
 
 _ASYNC = r'''
-// Emulated async_copy.cuh: the copies land when the issuing thread waits for their group.
+// Emulated ptx/cp_async.cuh: the copies land when the issuing thread waits for their group.
 #pragma once
 namespace gemmlab {
 namespace async {
@@ -544,7 +544,8 @@ class Emulator:
             for f in ("common.cuh", "skinny.cuh"):  # the real kernel source, unchanged
                 shutil.copy(KERNEL_DIR / f, d)
             (d / "prelude.h").write_text(_PRELUDE)
-            (d / "async_copy.cuh").write_text(_ASYNC)
+            (d / "ptx").mkdir(exist_ok=True)
+            (d / "ptx" / "cp_async.cuh").write_text(_ASYNC)  # the emulated kernels/ptx/cp_async.cuh
             (d / "runtime.cpp").write_text(_RUNTIME)
             (d / "driver.cpp").write_text(f'#include "prelude.h"\n{src}\n#define EMU_KERNEL {name}\n{_DRIVER}')
             r = subprocess.run(["g++", "-std=c++17", "-O1", "-fno-strict-aliasing", "-w", "-I", str(d), "-o",

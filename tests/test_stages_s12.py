@@ -260,3 +260,19 @@ def test_gpu_precision_dispatch():
         gemmlab.matmul(a, b, stage="s12", precision="ieee")
     with pytest.raises(gemmlab.PrecisionError, match="precision='fp16'"):
         gemmlab.matmul(a, b, precision="fp16")
+
+
+@pytest.mark.parametrize("stage,products,boxes", [("s12", 1, 2), ("s13", 3, 4)])
+def test_explain_tensor_core_model(stage, products, boxes):
+    from gemmlab.analysis import explain
+
+    r = explain.report(stage, size=4096)
+    tc = r["tensor_core"]
+    assert tc["products_per_output"] == products and tc["pipeline"]["tma_boxes_per_stage"] == boxes
+    assert tc["pipeline"]["stages"] == get(stage).default_config["stages"]
+    assert 494 < tc["tensor_peak_tflops"] < 560  # 132 SMs x 2048 FLOP/clk at 1.83-2.07 GHz
+    assert r["predicted"]["bound"] in ("tensor_peak", "l2_fill", "dram")
+    # never faster than the tensor-core peak allows for the products it runs
+    assert r["predicted"]["tflops"] <= tc["tensor_peak_tflops"] / products
+    text = explain.format_text(r)
+    assert "tensor cores" in text and "TMA boxes" in text

@@ -23,7 +23,7 @@ def test_spec():
 
 @pytest.mark.parametrize("override,message", [
     ({"promote_k": 48}, "promote_k=48 must be a multiple of 32"),
-    ({"block_n": 256}, "three accumulator sets"),
+    ({"block_n": 256}, "3 accumulator sets"),
     ({"stages": 4}, "exceeds 232448 B"),
     ({"block_m": 96}, "block_m=96 must be"),
 ])
@@ -32,7 +32,7 @@ def test_constraints_name_the_rule(override, message):
         S13.config(override)
 
 
-@pytest.mark.parametrize("cfg", [{}, {"promote_k": 32}, {"promote_k": 256}, {"block_m": 64, "stages": 4}])
+@pytest.mark.parametrize("cfg", [{}, {"promote_k": 32}, {"promote_k": 256}, {"split_partials": 0}, {"block_m": 64, "stages": 4}])
 def test_compiles_to_hgmma_with_promotion_and_no_spills(cfg):
     from gemmlab.analysis import sass
     from gemmlab.api import kernel_for
@@ -70,11 +70,13 @@ def test_gpu_s13_against_float64(layout, M, N, K):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("config", [{"promote_k": 32}, {"promote_k": 256}, {"block_m": 64, "stages": 4},
+@pytest.mark.parametrize("config", [{"promote_k": 32}, {"promote_k": 64}, {"promote_k": 256}, {"split_partials": 0}, {"block_m": 64, "stages": 4},
                                     {"split_k": 3}, {"stages": 2}])
 def test_gpu_s13_configs(config):
-    r = check.check_stage("s13", 333, 517, 1500, "nn", config=config)
-    assert r.correct, (config, r)
+    # K = 1500: 47 tiles of 32, so whole ping-pong groups and a tail for every promote_k
+    for K in (1500, 160, 32):
+        r = check.check_stage("s13", 333, 517, K, "nn", config=config)
+        assert r.correct, (config, K, r)
 
 
 @pytest.mark.gpu

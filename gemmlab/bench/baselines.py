@@ -18,7 +18,7 @@ import warnings
 
 from .candidates import Candidate, Operands, Prepared, check_callable
 
-NAMES = ("cublas", "cublas_tf32", "cupy", "triton")
+NAMES = ("cublas", "cublas_tf32", "cupy", "triton", "triton_tf32x3")
 
 
 class Unavailable(Exception):
@@ -232,29 +232,32 @@ class CupyCublas(Candidate):
 # ---- Triton ---------------------------------------------------------------------------------
 
 class TritonGemm(Candidate):
-    def __init__(self, kernel_names: bool = True):
+    def __init__(self, kernel_names: bool = True, input_precision: str = "ieee"):
         try:
             from . import triton_gemm
         except Exception as e:
             raise Unavailable(f"Triton is not importable ({type(e).__name__}: {e})") from None
-        super().__init__(id="triton", name="Triton (ieee)", kind="baseline",
-                         adds='tl.dot(input_precision="ieee"), autotuned tiles', notes="")
+        ident = "triton" if input_precision == "ieee" else f"triton_{input_precision}"
+        super().__init__(id=ident, name=f"Triton ({input_precision})", kind="baseline",
+                         adds=f'tl.dot(input_precision="{input_precision}"), autotuned tiles', notes="",
+                         precision=input_precision)
         self.tg = triton_gemm
+        self.input_precision = input_precision
 
     def check(self, M, N, K, layout):
         def run(a, b, c, alpha, beta, out):
-            self.tg.gemm(a, b, out, c, alpha, beta)
-        return check_callable(run, M, N, K, layout)
+            self.tg.gemm(a, b, out, c, alpha, beta, self.input_precision)
+        return check_callable(run, M, N, K, layout, self.precision)
 
     def prepare(self, ops: Operands) -> Prepared:
         tg = self.tg
         a, b, out = ops.a, ops.b, ops.out
         # The first call autotunes on the timed operands (beta = 0: rerunning rewrites the same
         # output), then launches the best config; later calls only look the config up.
-        compiled = tg.gemm(a, b, out)
+        compiled = tg.gemm(a, b, out, input_precision=self.input_precision)
 
         def launch():
-            tg.gemm(a, b, out)
+            tg.gemm(a, b, out, input_precision=self.input_precision)
         info = triton_kernel_info(compiled, ops.device)
         cfg = tg.best_config()
         self.config = _config_dict(getattr(tg._gemm_kernel, "best_config", None))
@@ -312,4 +315,6 @@ def make(name: str, kernel_names: bool = True) -> Candidate:
         return CupyCublas(kernel_names)
     if name == "triton":
         return TritonGemm(kernel_names)
+    if name == "triton_tf32x3":
+        return TritonGemm(kernel_names, "tf32x3")
     raise ValueError(f"unknown baseline {name!r}; baselines are {', '.join(NAMES)} (or none)")

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from . import schema, stats
 from .timing import Policy
 
-BASELINE_ORDER = ("cublas", "cublas_tf32", "cupy", "triton")
+BASELINE_ORDER = ("cublas", "cublas_tf32", "cupy", "triton", "triton_tf32x3")
 
 
 @dataclass
@@ -64,14 +64,29 @@ def parse_stage_token(token: str):
 AUTO_TOKENS = ("tuned", "auto")
 
 
+def auto_precision(token: str):
+    """'tuned' / 'auto' -> "ieee"; 'tuned-tf32x3' / 'auto-tf32' -> that precision; else None."""
+    from ..precision import PRECISIONS
+
+    t = token.strip()
+    if t in AUTO_TOKENS:
+        return "ieee"
+    for base in AUTO_TOKENS:
+        for p in PRECISIONS:
+            if t == f"{base}-{p}":
+                return p
+    return None
+
+
 def select_stages(ids):
     """[(spec, config or None)] for ``ids`` (ids, names or 'id[k=v,...]'; the registry plus the
-    'tuned' row when None). 'tuned' (or 'auto') is (None, None): gemmlab's stage='auto'."""
+    'tuned' rows when None). 'tuned' (or 'auto') is (None, "ieee"): gemmlab's stage='auto';
+    'tuned-tf32x3' is stage='auto' with precision='tf32x3' (None, "tf32x3")."""
     from ..stages import all_stages
 
     if not ids:
-        return [(s, None) for s in all_stages()] + [(None, None)]
-    return [(None, None) if s.strip() in AUTO_TOKENS else parse_stage_token(s) for s in ids]
+        return [(s, None) for s in all_stages()] + [(None, "ieee"), (None, "tf32x3")]
+    return [(None, auto_precision(s)) if auto_precision(s) else parse_stage_token(s) for s in ids]
 
 
 def _finite_or_none(x):
@@ -105,7 +120,7 @@ def run(settings: Settings, progress=None) -> dict:
     stage_cands = []
     for spec, cfg in select_stages(settings.stages):
         if spec is None:
-            stage_cands.append(AutoCandidate())
+            stage_cands.append(AutoCandidate(cfg or "ieee"))
         elif spec.min_cc > cc:
             skipped.append({"stage": spec.id, "reason": f"needs compute capability {spec.min_cc / 10:.1f}; "
                                                         f"this GPU is {gpu.arch}"})

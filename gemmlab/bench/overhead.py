@@ -1,8 +1,12 @@
 """``gemmlab bench --overhead``: what one call costs, on the host and end to end, against torch.mm.
 
 For each size N (default 64, 256, 1024; N x N x N, row-major float32) and each way of calling
-(``gemmlab.matmul(a, b)``, ``gemmlab.matmul(a, b, out=out)``, ``torch.ops.gemmlab.mm(a, b)``,
-``torch.mm(a, b)``, ``torch.mm(a, b, out=out)``):
+(``CALLS``: ``gemmlab.matmul(a, b)``, ``gemmlab.matmul(a, b, out=out)``, ``torch.ops.gemmlab.mm(a,
+b)``, ``torch.mm(a, b)`` while ``gemmlab.torch.enable()`` is on, ``torch.mm(a, b)``,
+``torch.mm(a, b, out=out)``, and two rows that take the op path apart: ``torch.ops.gemmlab.mm``
+with gemmlab's call replaced by returning a precomputed result (the operator's dispatch alone),
+and a ``torch.library.custom_op`` wrapper around ``gemmlab.matmul`` (the design the operators had
+before, for comparison in the same run)):
 
 1. one call is checked against the float64 product (a call that fails is not timed);
 2. warm-up calls, then a synchronize;
@@ -22,10 +26,13 @@ each, median) next to ``torch.mm(a, b, out=out)`` timed the same way, and the ke
 API (``gemmlab.api.prepare``: a callable that enqueues exactly the work of that call). The API path should be within 2% of the
 kernel alone.
 
+``targets``: the issue's target for the operator, its host time at 64³ within 1.3x torch.mm's.
+
 torch is imported inside the functions: this module imports on machines without it.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import sys
@@ -44,7 +51,13 @@ DEFAULT_WARMUP = 50
 API_SIZE = 4096
 API_TARGET = 1.02          # the API path's median within 2% of the kernel alone
 BASELINE = "torch.mm"
-CALLS = ("gemmlab.matmul", "gemmlab.matmul(out=)", "torch.ops.gemmlab.mm", "torch.mm", "torch.mm(out=)")
+OP_CALL = "torch.ops.gemmlab.mm"
+ENABLED_CALL = "torch.mm [gemmlab.torch.enable()]"
+DISPATCH_CALL = "torch.ops.gemmlab.mm [dispatch only]"
+CUSTOM_OP_CALL = "custom_op wrapper [previous design]"
+CALLS = ("gemmlab.matmul", "gemmlab.matmul(out=)", OP_CALL, ENABLED_CALL, "torch.mm", "torch.mm(out=)",
+         DISPATCH_CALL, CUSTOM_OP_CALL)
+TARGETS = ((OP_CALL, 64, 1.3),)   # (call, size, host time / torch.mm's at most)
 
 
 @dataclass
@@ -101,24 +114,92 @@ def add_ratios(rows: list[dict]) -> list[dict]:
     return rows
 
 
+def check_targets(rows: list[dict]) -> list[dict]:
+    """The TARGETS against the rows (after add_ratios): one entry each, ``met`` None where the
+    size was not measured."""
+    out = []
+    for call, size, limit in TARGETS:
+        r = next((r for r in rows if r["call"] == call and r["size"] == size), None)
+        ratio = None if r is None else r.get("vs_torch_host")
+        out.append({"call": call, "size": size, "measure": "host / torch.mm host", "target": limit,
+                    "value": ratio, "met": None if ratio is None else ratio <= limit})
+    return out
+
+
 # ---- the run (GPU) ---------------------------------------------------------------------------
 
 def _candidates(a, b, out_g, out_t):
-    """(name, callable returning the result array) for every way of calling; out_g/out_t are the
-    preallocated outputs of the out= variants."""
+    """(name, callable returning the result array, context manager factory or None) for every
+    way of calling; out_g/out_t are the preallocated outputs of the out= variants. The context
+    (gemmlab.torch.enable(), a stubbed gemmlab call) is held around the row's check and timing."""
     import torch
 
     import gemmlab
+    import gemmlab.torch as gtorch
     import gemmlab.torch_ops  # noqa: F401  (registers torch.ops.gemmlab.*)
 
     mm_op = torch.ops.gemmlab.mm
+    custom = _custom_op_mm()
     return [
-        ("gemmlab.matmul", lambda: gemmlab.matmul(a, b)),
-        ("gemmlab.matmul(out=)", lambda: gemmlab.matmul(a, b, out=out_g)),
-        ("torch.ops.gemmlab.mm", lambda: mm_op(a, b)),
-        ("torch.mm", lambda: torch.mm(a, b)),
-        ("torch.mm(out=)", lambda: torch.mm(a, b, out=out_t)),
+        ("gemmlab.matmul", lambda: gemmlab.matmul(a, b), None),
+        ("gemmlab.matmul(out=)", lambda: gemmlab.matmul(a, b, out=out_g), None),
+        (OP_CALL, lambda: mm_op(a, b), None),
+        (ENABLED_CALL, lambda: torch.mm(a, b), lambda: gtorch.enable(strict=True)),
+        ("torch.mm", lambda: torch.mm(a, b), None),
+        ("torch.mm(out=)", lambda: torch.mm(a, b, out=out_t), None),
+        (DISPATCH_CALL, lambda: mm_op(a, b), lambda: _stubbed_run(gemmlab.matmul(a, b))),
+        (CUSTOM_OP_CALL, lambda: custom(a, b), None),
     ]
+
+
+class _stubbed_run:
+    """torch_ops' gemmlab call replaced by returning ``result`` (computed once by gemmlab): what is
+    left of a torch.ops.gemmlab.mm call is the operator's own dispatch."""
+
+    def __init__(self, result):
+        self.result = result
+
+    def __enter__(self):
+        from .. import torch_ops
+
+        self._saved = torch_ops._run
+        torch_ops._run = lambda *args: self.result
+        return self
+
+    def __exit__(self, *exc):
+        from .. import torch_ops
+
+        torch_ops._run = self._saved
+        return False
+
+
+_custom_mm = None
+
+
+def _custom_op_mm():
+    """``gemmlab_bench::mm``: gemmlab.matmul as a torch.library.custom_op with a fake
+    implementation and an autograd formula, as torch_ops defined its operators before."""
+    global _custom_mm
+    if _custom_mm is None:
+        import torch
+
+        import gemmlab
+
+        @torch.library.custom_op("gemmlab_bench::mm", mutates_args=(), schema="(Tensor a, Tensor b) -> Tensor")
+        def mm(a, b):
+            return gemmlab.matmul(a, b)
+
+        @mm.register_fake
+        def _(a, b):
+            return a.new_empty((a.shape[0], b.shape[1]))
+
+        def backward(ctx, g):
+            a, b = ctx.saved_tensors
+            return mm(g, b.t()), mm(a.t(), g)
+
+        mm.register_autograd(backward, setup_context=lambda ctx, inputs, output: ctx.save_for_backward(*inputs))
+        _custom_mm = mm
+    return _custom_mm
 
 
 def _operands(n: int, dev: int, seed: int):
@@ -249,28 +330,30 @@ def run(settings: Settings, progress=None) -> dict:
     sync = torch.cuda.synchronize
     for n in settings.sizes:
         a, b, ref, out_g, out_t = _operands(n, dev, seed=n)
-        for name, fn in _candidates(a, b, out_g, out_t):
+        for name, fn, context in _candidates(a, b, out_g, out_t):
             row = {"size": n, "m": n, "n": n, "k": n, "call": name, "host_us": None, "e2e_us": None,
                    "rel_error": None, "correct": False}
             try:
-                out_g.fill_(float("nan"))
-                out_t.fill_(float("nan"))
-                chk = _check(fn, ref, n)
-                row.update(rel_error=chk.rel_error if math.isfinite(chk.rel_error) else None,
-                           correct=bool(chk.correct))
-                if chk.correct:
-                    row.update(measure_calls(fn, calls=settings.calls, repeats=settings.repeats,
-                                             warmup=settings.warmup, sync=sync))
-                else:
-                    row["error"] = f"rel_error {chk.rel_error:.3g} > tolerance {chk.tolerance:.3g}; not timed"
+                with context() if context is not None else contextlib.nullcontext():
+                    out_g.fill_(float("nan"))
+                    out_t.fill_(float("nan"))
+                    chk = _check(fn, ref, n)
+                    row.update(rel_error=chk.rel_error if math.isfinite(chk.rel_error) else None,
+                               correct=bool(chk.correct))
+                    if chk.correct:
+                        row.update(measure_calls(fn, calls=settings.calls, repeats=settings.repeats,
+                                                 warmup=settings.warmup, sync=sync))
+                    else:
+                        row["error"] = f"rel_error {chk.rel_error:.3g} > tolerance {chk.tolerance:.3g}; not timed"
             except Exception as e:
                 row["error"] = f"{type(e).__name__}: {e}"[:500]
             rows.append(row)
-            say(f"  {n:>5}³ {name:<22} " + (f"host {row['host_us']:8.1f} µs  e2e {row['e2e_us']:8.1f} µs"
+            say(f"  {n:>5}³ {name:<36} " + (f"host {row['host_us']:8.1f} µs  e2e {row['e2e_us']:8.1f} µs"
                                             if row["host_us"] is not None else row.get("error", "")))
         del a, b, ref, out_g, out_t
         torch.cuda.empty_cache()
     add_ratios(rows)
+    targets = check_targets(rows)
 
     api_row = None
     if settings.api_size:
@@ -289,6 +372,7 @@ def run(settings: Settings, progress=None) -> dict:
         "provenance": prov,
         "method": method_block(settings, tf32),
         "rows": rows,
+        "targets": targets,
         "api_vs_kernel": api_row,
     }
 
@@ -359,6 +443,10 @@ def plain(doc: dict) -> str:
     for r in doc.get("rows", []):
         if r.get("error"):
             lines.append(f"error: {r['size']}³ {r['call']}: {r['error']}")
+    for t in doc.get("targets") or []:
+        verdict = "—" if t.get("met") is None else ("met" if t["met"] else "NOT met")
+        lines.append(f"target: {t['call']} at {t['size']}³, {t['measure']} <= {t['target']}: "
+                     f"{_f(t.get('value'), '.2f')} ({verdict})")
     api = doc.get("api_vs_kernel")
     if api:
         lines += ["", f"api_vs_kernel at {api['size']}³ (CUDA events, L2 flushed, median): " + _api_line(api)]

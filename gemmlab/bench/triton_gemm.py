@@ -1,5 +1,5 @@
 """The Triton baseline: a tiled FP32 matmul with ``tl.dot(..., input_precision="ieee")`` (FFMA,
-no TF32), grouped block order for L2 reuse, any strides, masked edges, and the BLAS epilogue
+no TF32; or "tf32x3", Triton's FP32-accurate tensor-core path, the baseline of s13), grouped block order for L2 reuse, any strides, masked edges, and the BLAS epilogue
 ``D = alpha * A B + beta * D`` (``beta == 0`` never reads D). A handful of autotune configs; the
 tuning result is cached per (M, N, K) for the process.
 
@@ -32,13 +32,13 @@ def _divides(args) -> bool:
             and args["K"] % args["BLOCK_K"] == 0)
 
 
-@triton.autotune(configs=_configs(), key=["M", "N", "K"], restore_value=["d_ptr"])
+@triton.autotune(configs=_configs(), key=["M", "N", "K", "INPUT_PRECISION"], restore_value=["d_ptr"])
 @triton.heuristics({"EVEN": _divides})
 @triton.jit
 def _gemm_kernel(a_ptr, b_ptr, d_ptr, M, N, K,
                  stride_am, stride_ak, stride_bk, stride_bn, stride_dm, stride_dn,
                  alpha, beta,
-                 BETA_ZERO: tl.constexpr, EVEN: tl.constexpr,
+                 BETA_ZERO: tl.constexpr, EVEN: tl.constexpr, INPUT_PRECISION: tl.constexpr,
                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
     # Grouped order: GROUP_M tile rows are walked column by column, so blocks resident together
     # share rows of A and columns of B in L2.
@@ -69,7 +69,7 @@ def _gemm_kernel(a_ptr, b_ptr, d_ptr, M, N, K,
             k_left = K - kt * BLOCK_K
             a = tl.load(a_ptrs, mask=row_in & (ks[None, :] < k_left), other=0.0)
             b = tl.load(b_ptrs, mask=(ks[:, None] < k_left) & col_in, other=0.0)
-        acc = tl.dot(a, b, acc, input_precision="ieee")
+        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
 
@@ -86,7 +86,7 @@ def _gemm_kernel(a_ptr, b_ptr, d_ptr, M, N, K,
         tl.store(d_ptrs, d, mask=inside)
 
 
-def gemm(a, b, out, c=None, alpha: float = 1.0, beta: float = 0.0):
+def gemm(a, b, out, c=None, alpha: float = 1.0, beta: float = 0.0, input_precision: str = "ieee"):
     """``out = alpha * a @ b + beta * c`` for 2-D float32 torch CUDA tensors (any strides).
 
     Returns Triton's compiled kernel object of the launch (registers, shared memory, name).
@@ -105,7 +105,8 @@ def gemm(a, b, out, c=None, alpha: float = 1.0, beta: float = 0.0):
         return (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
 
     return _gemm_kernel[grid](a, b, out, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                              out.stride(0), out.stride(1), float(alpha), beta, BETA_ZERO=(beta == 0.0))
+                              out.stride(0), out.stride(1), float(alpha), beta, BETA_ZERO=(beta == 0.0),
+                              INPUT_PRECISION=input_precision)
 
 
 def best_config() -> str | None:

@@ -1,8 +1,9 @@
 // s13 tf32x3 (beyond the notes): FP32-accurate GEMM on s12's tensor-core engine. What it adds:
 //   - each operand arrives split (copy/split_tf32.cuh, a pre-pass): v = hi + lo, both TF32-exact;
 //     each stage holds four TMA boxes (A hi, A lo, B hi, B lo), 128-byte swizzled, K-major;
-//   - per k8 step three wgmmas, small products first, into two tensor-core partial sums:
-//     lo(A)·hi(B) + hi(A)·lo(B) into one, hi(A)·hi(B) into its own (lo·lo, ~2^-22, is dropped);
+//   - per k8 step three wgmmas, small products first: lo(A)·hi(B), hi(A)·lo(B), hi(A)·hi(B)
+//     (lo·lo, ~2^-22 relative, is dropped), hi·hi into a partial sum of its own (SPLIT_PARTIALS:
+//     a third of the truncating accumulation steps on the large one);
 //   - promotion: every PROMOTE_K of K the partial sum (which the tensor core accumulates with
 //     truncation) is added into FP32 registers with ordinary adds and restarted (scale-d = 0), so
 //     the long sum over K is IEEE FP32 (TENSORCORE.md: 3.5e-7 at K = 4096 against 9.6e-6 without).
@@ -18,10 +19,11 @@
 
 namespace gemmlab {
 
-template <int BLOCK_M_, int BLOCK_N_, int BLOCK_K_, int STAGES_, int PROMOTE_K_>
+template <int BLOCK_M_, int BLOCK_N_, int BLOCK_K_, int STAGES_, int PROMOTE_K_, bool SPLIT_PARTIALS_>
 struct S13Tf32x3 {
     static constexpr int BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_, BLOCK_K = BLOCK_K_, STAGES = STAGES_;
     static constexpr int PROMOTE_K = PROMOTE_K_;
+    static constexpr bool SPLIT_PARTIALS = SPLIT_PARTIALS_;  // hi·hi in a partial sum of its own
     using Core = WgmmaCoreTf32<BLOCK_N, BLOCK_K>;
     static_assert(BLOCK_M % 64 == 0 && BLOCK_M >= 64 && BLOCK_M <= 256, "block_m: 64..256, one consumer warpgroup per 64 rows");
     static_assert(BLOCK_N <= 256, "a TMA box is at most 256 rows");
@@ -39,8 +41,8 @@ struct S13Tf32x3 {
     static constexpr int POOL_REGS = (65536 - 128 * PRODUCER_REGS) / CONSUMERS / 8 * 8;
     static constexpr int CONSUMER_REGS = POOL_REGS < 240 ? POOL_REGS : 240;
     static constexpr bool REBALANCE = CONSUMER_REGS > LAUNCH_REGS;
-    static_assert(3 * Core::ACC + 32 <= CONSUMER_REGS,
-                  "three accumulator sets (block_n/2 each: FP32 sums, two tensor-core partials) + 32 must fit");
+    static_assert((SPLIT_PARTIALS ? 3 : 2) * Core::ACC + 32 <= CONSUMER_REGS,
+                  "the accumulator sets (block_n/2 each: FP32 sums and one or two tensor-core partials) + 32 must fit");
 
     // Four tiles a stage: A hi, A lo (BLOCK_M rows), B hi, B lo (BLOCK_N rows), 128 bytes a row.
     static constexpr int A_TILE_BYTES = BLOCK_M * BLOCK_K * 4;
@@ -119,8 +121,12 @@ struct S13Tf32x3 {
         const int wg = threadIdx.x / 128;
         const unsigned a_rows = wg * 64 * (BLOCK_K * 4);
         float acc[Core::ACC];    // FP32 sums (promoted)
-        float part[Core::ACC];   // tensor-core partial sum of hi·hi over at most PROMOTE_K of K
-        float small[Core::ACC];  // and of lo·hi + hi·lo: ~2^-11 of it, so its truncation is negligible
+        float part[Core::ACC];   // tensor-core partial sum over at most PROMOTE_K of K (of hi·hi when split)
+        float small_own[SPLIT_PARTIALS ? Core::ACC : 1];  // SPLIT: lo·hi + hi·lo, ~2^-11 of hi·hi
+        using Acc = float[Core::ACC];
+        Acc& small = *[&]() -> Acc* {
+            if constexpr (SPLIT_PARTIALS) return &small_own; else return &part;
+        }();
 #pragma unroll
         for (int i = 0; i < Core::ACC; ++i) acc[i] = part[i] = small[i] = 0.0f;
         // Opaque zeros: the compiler must not fold "0 + part" into reading the tensor core's
@@ -141,17 +147,17 @@ struct S13Tf32x3 {
             // its own (a third of the truncating steps); the first wgmma of an interval overwrites.
             Core::multiply(small, a_lo(stage) + a_rows, b_hi(stage), in_interval == 0 ? 0 : 1);
             Core::multiply(small, a_hi(stage) + a_rows, b_lo(stage), 1);
-            Core::multiply(part, a_hi(stage) + a_rows, b_hi(stage), in_interval == 0 ? 0 : 1);
+            Core::multiply(part, a_hi(stage) + a_rows, b_hi(stage), (in_interval == 0 && SPLIT_PARTIALS) ? 0 : 1);
             wgmma::commit();
             wgmma::wait<0>();
             wgmma::fence_operands(part);
-            wgmma::fence_operands(small);
+            if constexpr (SPLIT_PARTIALS) wgmma::fence_operands(small);
             __syncwarp();
             if (warp_leader) async::mbarrier_arrive(empty_bar(stage));
             if (in_interval == TILES_PER_PROMOTE - 1 || t == num_tiles - 1) {
                 // Promotion: the partial sum over PROMOTE_K into the FP32 sums, with IEEE adds.
 #pragma unroll
-                for (int i = 0; i < Core::ACC; ++i) acc[i] += part[i] + small[i];
+                for (int i = 0; i < Core::ACC; ++i) acc[i] += SPLIT_PARTIALS ? part[i] + small[i] : part[i];
                 wgmma::fence_operands(acc);
             }
             if (++stage == STAGES) {

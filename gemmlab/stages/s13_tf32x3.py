@@ -3,10 +3,11 @@
 Each operand is split by a pre-pass (kernels/copy/split_tf32.cuh, fused with the K-major
 transpose TF32 wgmma needs anyway): v = hi + lo, hi = tf32_rn(v), lo = tf32_rn(v - hi), lo = 0
 where v - hi is not finite. The kernel loads four TMA boxes per stage (A hi, A lo, B hi, B lo),
-issues lo·hi, hi·lo per k8 step into one tensor-core partial sum and hi·hi into another, and every
-``promote_k`` of K adds both into FP32 registers ("promotion"), because the tensor core's own
-accumulation truncates (H200: promote_k 32/64/128/256 gave 2.4/3.9/8.3/17e-7 at K = 4096 on U(-1,1)
-with a single partial sum; scripts/tf32x3_accuracy.py). Precision ``tf32x3``: the relative error is that of FP32 SIMT or better.
+issues lo·hi, hi·lo, hi·hi per k8 step into tensor-core partial sums (hi·hi apart from the small
+products: ``split_partials``), and every ``promote_k`` of K adds them into FP32 registers
+("promotion"), because the tensor core's own accumulation truncates (H200, K = 4096, U(-1,1), one
+partial: promote_k 32/64/128/256 gave 2.4/3.9/8.3/17e-7; hi·hi apart: 2.4/2.4/3.5/6.4e-7;
+scripts/tf32x3_accuracy.py, docs/stages/s12-s13.md). Precision ``tf32x3``: the relative error is that of FP32 SIMT or better.
 
 The plan always runs the split (``operand_split``); the report names the split launches.
 """
@@ -40,9 +41,12 @@ class Tf32x3(WgmmaTf32):
             out.append(f"promote_k={pk} must be a multiple of {BLOCK_K} in {BLOCK_K}..4096")
         if cfg["group_m"] < 1:
             out.append(f"group_m={cfg['group_m']} must be at least 1")
+        if cfg["split_partials"] not in (0, 1):
+            out.append(f"split_partials={cfg['split_partials']} must be 0 or 1")
         if not out:
-            if 3 * (bn // 2) + 32 > consumer_regs(cfg):
-                out.append(f"three accumulator sets of block_n/2 = {bn // 2} + 32 exceed the {consumer_regs(cfg)} "
+            sets = 3 if cfg["split_partials"] else 2
+            if sets * (bn // 2) + 32 > consumer_regs(cfg):
+                out.append(f"{sets} accumulator sets of block_n/2 = {bn // 2} + 32 exceed the {consumer_regs(cfg)} "
                            f"registers a consumer thread gets with block_m={bm}")
             smem = self.smem_bytes(cfg, {})
             if smem > SMEM_LIMIT:
@@ -54,7 +58,7 @@ class Tf32x3(WgmmaTf32):
 
     def template(self, cfg, variant):
         return (f"gemmlab::S13Tf32x3<{cfg['block_m']}, {cfg['block_n']}, {cfg['block_k']}, {cfg['stages']}, "
-                f"{cfg['promote_k']}>")
+                f"{cfg['promote_k']}, {'true' if cfg['split_partials'] else 'false'}>")
 
     def extra_params(self, cfg, variant):
         return [("const __grid_constant__ gemmlab::async::TmaDescriptor a_map", "a_map"),
@@ -77,10 +81,12 @@ STAGE = Tf32x3(
     notes="beyond the notes (TENSORCORE.md)",
     params=(
         Param("block_m", 128, "rows of D per block: one consumer warpgroup per 64 rows (64..256)"),
-        Param("block_n", 128, "columns of D per block = wgmma n (three accumulator sets of block_n/2 per thread)"),
+        Param("block_n", 128, "columns of D per block = wgmma n (FP32 sums + two partial sums: 3 x block_n/2 registers)"),
         Param("block_k", 32, "K per pipeline stage: one 128-byte swizzled row of tf32 (fixed)"),
         Param("stages", 3, "shared-memory stages in flight (four boxes each: A hi/lo, B hi/lo)"),
-        Param("promote_k", 64, "K between promotions of the tensor-core partial sum into FP32 registers"),
+        Param("promote_k", 128, "K between promotions of the tensor-core partial sum into FP32 registers"),
+        Param("split_partials", 1, "1: hi·hi in a tensor-core partial sum of its own, lo·hi + hi·lo in another "
+                                   "(fewer truncating steps on the large one); 0: one partial sum"),
         Param("group_m", 8, "tile rows per L2 group in the block order"),
     ),
     sass=("HGMMA", "UTMALDG", "SYNCS", "FADD"),

@@ -20,6 +20,7 @@ MAX_BOX = 256
 MAX_DIM = 2**32
 MAX_STRIDE_BYTES = 2**40
 SWIZZLE_BYTES = (0, 32, 64, 128)
+FLOAT32, TFLOAT32 = 7, 11  # CUtensorMapDataType
 
 
 def problems(ptr: int, shape, strides, box, swizzle_bytes: int = 0, overhang: bool = False) -> list[str]:
@@ -69,6 +70,7 @@ class TensorMapArg:
     strides: tuple
     box: tuple
     swizzle: int
+    data_type: int = 7  # CU_TENSOR_MAP_DATA_TYPE_FLOAT32; TFLOAT32 (11): the copy rounds to tf32
 
 
 def available() -> bool:
@@ -86,7 +88,7 @@ class TensorMapDescriptor:
     strides, box and swizzle are fixed; :meth:`encode` points it at a base address (the driver is
     called only when the address changes). ``addr`` is what a kernel parameter buffer points at."""
 
-    def __init__(self, shape, strides, box, swizzle_bytes: int = 0):
+    def __init__(self, shape, strides, box, swizzle_bytes: int = 0, data_type: int = FLOAT32):
         shape, strides, box = tuple(map(int, shape)), tuple(map(int, strides)), tuple(map(int, box))
         self.raw = ctypes.create_string_buffer(128 + 64)
         self.addr = (ctypes.addressof(self.raw) + 63) // 64 * 64
@@ -97,6 +99,7 @@ class TensorMapDescriptor:
         self.box = (ctypes.c_uint * self.rank)(*reversed(box))
         self.elem = (ctypes.c_uint * self.rank)(*([1] * self.rank))
         self.swizzle = {0: 0, 32: 1, 64: 2, 128: 3}[swizzle_bytes]
+        self.data_type = int(data_type)
         self.ptr = None
 
     def encode(self, ptr: int) -> None:
@@ -105,8 +108,8 @@ class TensorMapDescriptor:
         from ..jit.launch import check_result, libcuda
 
         err = libcuda().cuTensorMapEncodeTiled(
-            ctypes.c_void_p(self.addr), 7, self.rank, ctypes.c_void_p(ptr), self.dims, self.strides, self.box,
-            self.elem, 0, self.swizzle, 3, 0)  # FLOAT32, no interleave, swizzle, L2 256B promotion, zero fill
+            ctypes.c_void_p(self.addr), self.data_type, self.rank, ctypes.c_void_p(ptr), self.dims, self.strides, self.box,
+            self.elem, 0, self.swizzle, 3, 0)  # no interleave, swizzle, L2 256B promotion, zero fill
         check_result(err, "cuTensorMapEncodeTiled")
         self.ptr = ptr
 
