@@ -11,7 +11,9 @@ on the run time of an M = N = K = size problem:
   compulsory bytes, at the measured copy rate;
 - shared memory: wavefronts (banks.py, from the stage's real addressing) at one per SM per clock;
 
-stretched by the tail effect (waves / ceil(waves)).
+stretched by the tail effect (waves / ceil(waves)); and, where the SASS has an FFMA K loop, the
+issue-slot model (issue_model.py: every instruction, register banks, the shared/L1 pipe, barriers
+and the pipeline depth), which is an estimate rather than a bound and is usually the largest.
 """
 from __future__ import annotations
 
@@ -163,6 +165,16 @@ def report(stage_id: str, config: dict | None = None, size: int = 4096, arch: st
         blocks = grid[0] * grid[1] * grid[2]
         total_wf = blocks * math.ceil(K / bk) * (threads // 32) * per_warp_tile
         times["shared"] = total_wf / (lim.sms * lim.clock_ghz * 1e9)
+    # issue 18: issue slots of the SASS mix, register banks, the shared/L1 pipe, barriers and the
+    # pipeline depth (issue_model.py). Its time has the tail in it; stored per full wave like the
+    # others (x efficiency), so the division below gives it back.
+    im = _issue_model(spec, cfg, variant, ck, M, occ, smem, k_steps, outputs, grid, lim)
+    if im.get("available") and im.get("time_s"):
+        times["issue_slots"] = im["time_s"] * (wv["efficiency"] or 1.0)
+    tensor = tensor_core_model(spec, cfg, M, N, K, lim, wv, grid) if spec.precision != "ieee" else None
+    if tensor:
+        times = dict(tensor["times_s"])  # the FFMA/issue bounds do not apply to wgmma stages
+        times.pop("prepass")             # part of every other time, not a bound of its own
     bound = max(times, key=times.get)
     eff = wv["efficiency"] or 1.0
     t = times[bound] / eff
@@ -172,14 +184,16 @@ def report(stage_id: str, config: dict | None = None, size: int = 4096, arch: st
         "tail_efficiency": eff,
         "time_ms": t * 1e3,
         "tflops": flops / t / 1e12,
-        "pct_of_ffma_peak": 100.0 * times["ffma_peak"] / t,
+        "pct_of_ffma_peak": 100.0 * (flops / lim.fp32_flops) / t,
         "dram_bytes": dram_bytes,
+        "issue_model": {k: im.get(k) for k in ("available", "bound", "rounds", "latency_share")}
+        | {"clocks_per_k_tile": {k: v for k, v in (im.get("period") or {}).items() if k in ("issue", "pipe", "latency")}},
     }
 
     return {
         "stage": spec.id,
         "name": spec.name,
-        "config": cfg,
+        "config": getattr(spec, "report_config", dict)(cfg),  # skinny: its auto keys filled in
         "variant": variant,
         "kernel": ck.name,
         "arch": arch,
@@ -204,12 +218,76 @@ def report(stage_id: str, config: dict | None = None, size: int = 4096, arch: st
         "smem_notes": notes_check,
         "sass": {k: sinfo[k] for k in ("main_loop_ffma_share", "reuse_share", "reg_bank_conflicts")},
         "predicted": predicted,
+        "tensor_core": tensor,
     }
+
+
+# ---- tensor-core stages (s12 tf32, s13 tf32x3) --------------------------------------------------
+TF32_FLOP_PER_CLOCK_PER_SM = 2048   # dense TF32 wgmma (PTX/H100 spec: 494.7 TFLOPS at 1.83 GHz, 132 SMs)
+L2_BYTES_PER_S = 10e12              # L2 -> SM fill rate assumed for TMA tiles [est]; to be set by ncu
+
+
+def tensor_core_model(spec, cfg, M, N, K, lim, wv, grid) -> dict:
+    """What bounds a wgmma stage: the tensor-core peak (3 products per output for tf32x3), the L2
+    bandwidth that fills the pipeline's stages, DRAM, and the operand pre-pass (transposes or the
+    3xTF32 split). Shared-memory traffic: TMA writes each tile once; each consumer warpgroup's
+    wgmmas read its 64 rows of A and the whole B tile per product."""
+    products = 3 if spec.precision == "tf32x3" else 1
+    parts = 2 if spec.precision == "tf32x3" else 1     # hi and lo copies of each operand
+    bm, bn, bk = cfg["block_m"], cfg["block_n"], cfg["block_k"]
+    wgs = bm // 64
+    flops = 2.0 * M * N * K
+    peak = lim.sms * TF32_FLOP_PER_CLOCK_PER_SM * lim.clock_ghz * 1e9
+    blocks = grid[0] * grid[1] * grid[2]
+    k_tiles = math.ceil(K / bk)
+    stage_bytes = parts * (bm + bn) * bk * 4
+    fill_bytes = blocks * k_tiles * stage_bytes                                  # TMA: L2 -> shared
+    wgmma_read_bytes = blocks * k_tiles * products * wgs * (64 + bn) * bk * 4    # descriptors: shared -> TC
+    prepass_bytes = (4 + 4 * parts) * (M * K + K * N)                            # read once, write parts
+    hit = wv.get("l2_hit", 0.0)
+    times = {"tensor_peak": products * flops / peak,
+             "l2_fill": fill_bytes / L2_BYTES_PER_S,
+             "dram": max(parts * 4.0 * (M * K + K * N), fill_bytes * (1 - hit)) / lim.dram_bytes_per_s}
+    prepass = prepass_bytes / lim.dram_bytes_per_s
+    main_bound = max(times, key=times.get)
+    times = {k: v + prepass for k, v in times.items()}
+    times["prepass"] = prepass
+    return {
+        "precision": spec.precision,
+        "products_per_output": products,
+        "tensor_peak_tflops": peak / 1e12,
+        "pipeline": {"stages": cfg["stages"], "bytes_per_stage": stage_bytes,
+                     "tma_boxes_per_stage": 2 * parts, "consumer_warpgroups": wgs,
+                     "wgmma_per_k_tile_per_warpgroup": products * bk // 8,
+                     "tensor_clocks_per_k_tile": products * 2.0 * bm * bn * bk / TF32_FLOP_PER_CLOCK_PER_SM},
+        "shared_bytes": {"tma_writes": fill_bytes, "wgmma_reads": wgmma_read_bytes},
+        "prepass_bytes": prepass_bytes,
+        "main_bound": main_bound,
+        "times_s": times,
+        "assumed_l2_bytes_per_s": L2_BYTES_PER_S,
+    }
+
+
+def _issue_model(spec, cfg, variant, ck, size, occ, smem, k_steps, outputs, grid, lim) -> dict:
+    """issue_model.for_stage for explain's M = N = K = size problem ({"available": False} if it
+    cannot say, e.g. no FFMA loop)."""
+    from . import issue_model
+
+    try:
+        return issue_model.for_stage(spec, cfg, variant, M=size, N=size, K=size,
+                                     insns=sass.instructions(ck.cubin, ck.name),
+                                     blocks_per_sm=occ["blocks_per_sm"], smem=smem, k_steps=k_steps,
+                                     outputs_per_thread=outputs, grid=grid, lim=lim)
+    except Exception as e:  # a model gap must not break explain
+        return {"available": False, "why": f"{type(e).__name__}: {e}"}
 
 
 # ---- text ---------------------------------------------------------------------------------------
 _BOUND = {"ffma_peak": "FFMA peak", "issue": "instruction issue (FFMA share of the main loop)",
-          "dram": "DRAM bandwidth", "shared": "shared-memory wavefronts"}
+          "dram": "DRAM bandwidth", "shared": "shared-memory wavefronts",
+          "issue_slots": "issue slots (SASS mix, register banks, shared/L1 pipe, barriers, pipeline depth)",
+          "tensor_peak": "the tensor-core peak (+ operand pre-pass)",
+          "l2_fill": "L2 bandwidth filling the TMA stages (+ operand pre-pass)"}
 
 
 def _n(x: float) -> str:
@@ -264,8 +342,22 @@ def format_text(r: dict) -> str:
     s = r["sass"]
     lines.append(f"  SASS main loop: FFMA share {s['main_loop_ffma_share']:.1%}, .reuse share "
                  f"{s['reuse_share']:.1%}, register-bank conflicts {s['reg_bank_conflicts']}")
+    tc = r.get("tensor_core")
+    if tc:
+        pl = tc["pipeline"]
+        lines.append(f"  tensor cores ({tc['precision']}): peak {tc['tensor_peak_tflops']:.1f} TFLOPS dense TF32, "
+                     f"{tc['products_per_output']} product(s) per output; pipeline {pl['stages']} stages x "
+                     f"{pl['bytes_per_stage'] / 1024:.0f} KB ({pl['tma_boxes_per_stage']} TMA boxes), "
+                     f"{pl['consumer_warpgroups']} consumer warpgroups x {pl['wgmma_per_k_tile_per_warpgroup']} wgmma "
+                     f"per K tile ({pl['tensor_clocks_per_k_tile']:.0f} tensor clocks)")
+        sb = tc["shared_bytes"]
+        lines.append(f"    shared memory: TMA writes {sb['tma_writes'] / 1e9:.3g} GB, wgmma reads "
+                     f"{sb['wgmma_reads'] / 1e9:.3g} GB; operand pre-pass {tc['prepass_bytes'] / 1e9:.3g} GB "
+                     f"(L2 fill assumed {tc['assumed_l2_bytes_per_s'] / 1e12:.0f} TB/s)")
     p = r["predicted"]
     times = ", ".join(f"{k} {v:.3g}" for k, v in p["times_ms"].items())
-    lines.append(f"  predicted: bound by {_BOUND[p['bound']]}; {p['time_ms']:.3g} ms = {p['tflops']:.1f} TFLOPS "
-                 f"({p['pct_of_ffma_peak']:.0f}% of FFMA peak); times ms: {times}")
+    peak = (f"{100 * p['tflops'] / tc['tensor_peak_tflops']:.0f}% of the TF32 tensor-core peak" if tc
+            else f"{p['pct_of_ffma_peak']:.0f}% of FFMA peak")
+    lines.append(f"  predicted: bound by {_BOUND.get(p['bound'], p['bound'])}; {p['time_ms']:.3g} ms = {p['tflops']:.1f} "
+                 f"TFLOPS ({peak}); times ms: {times}")
     return "\n".join(lines)

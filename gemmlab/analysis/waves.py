@@ -108,3 +108,53 @@ def report(M: int, N: int, block_m: int, block_n: int, sms: int, blocks_per_sm: 
         out["l2_hit_best_group"] = l2_hit(tiles_m, tiles_n, capacity, block_m, block_n, best)
         out["l2_hit_notes_formula"] = l2_hit_notes(wm, wn, tiles_m, tiles_n)
     return out
+
+
+def dram_traffic(M: int, N: int, K: int, block_m: int, block_n: int, sms: int, blocks_per_sm: int,
+                 group_m: int = 1, l2_bytes: int = 60 * 1024 * 1024, splits: int = 1, elem: int = 4) -> dict:
+    """Bytes the kernel moves between L2 and DRAM and between the SMs and L2 (beta = 0), for
+    ``gemmlab profile`` to set against ncu (which flushes L2 before the kernel and counts only
+    what happens while it runs).
+
+    - **L2 reads**: every block reads its A panel (BM x K) and B panel (K x BN) once, so
+      tiles x (BM + BN) x K elements. For a stage without shared-memory tiles (s01) that is what
+      L1 leaves when it catches the block's own reuse.
+    - **DRAM reads**: an operand no larger than half of L2 is read from DRAM once and stays;
+      a larger one is read again by every wave that touches it (per wave: Wm x BM rows of A and
+      Wn x BN columns of B over all of K, from the real block order, ``group_m`` included), since
+      between two waves' visits more than L2 has streamed through.
+    - **L2 writes**: C (and split-K partials): M x N x splits elements.
+    - **DRAM writes**: those, less the last round's output, which is still dirty in L2 when the
+      kernel ends (up to half of L2).
+    """
+    tiles_m, tiles_n = math.ceil(M / block_m), math.ceil(N / block_n)
+    k_split = math.ceil(K / max(1, splits))
+    a_bytes, b_bytes, c_bytes = elem * M * K, elem * K * N, elem * M * N * splits
+    l2_read = elem * tiles_m * tiles_n * (block_m + block_n) * K
+    capacity = max(1, sms * blocks_per_sm)
+    a_resident, b_resident = a_bytes <= l2_bytes / 2, b_bytes <= l2_bytes / 2
+    if not tiles_m or not tiles_n or not K:
+        spans = []
+    else:
+        spans = wave_spans(tiles_m, tiles_n, capacity, group_m, max_waves=1 << 30) if splits == 1 else \
+            wave_spans(tiles_m, tiles_n, max(1, capacity // splits), group_m, max_waves=1 << 30)
+    waves_a = sum(wm * block_m for _, wm, _ in spans) * K * elem
+    waves_b = sum(wn * block_n for _, _, wn in spans) * K * elem
+    dram_a = a_bytes if a_resident else max(a_bytes, waves_a)
+    dram_b = b_bytes if b_resident else max(b_bytes, waves_b)
+    if a_bytes + b_bytes + c_bytes <= l2_bytes:   # everything fits: each byte once
+        dram_a, dram_b = a_bytes, b_bytes
+    rounds = math.ceil(tiles_m * tiles_n * splits / capacity) if capacity else 0
+    last_round = c_bytes / rounds if rounds else 0.0
+    dram_write = max(0.0, c_bytes - min(last_round, l2_bytes / 2))
+    dram_read = float(dram_a + dram_b)
+    return {
+        "l2_read_bytes": float(l2_read),
+        "l2_write_bytes": float(c_bytes),
+        "dram_read_bytes": dram_read,
+        "dram_write_bytes": dram_write,
+        "l2_read_hit": 1.0 - dram_read / l2_read if l2_read else 0.0,
+        "a_resident": a_resident, "b_resident": b_resident,
+        "rounds": rounds, "k_split": k_split,
+        "compulsory_read_bytes": float(a_bytes + b_bytes),
+    }
