@@ -29,8 +29,7 @@ from .jit import compile_cubin
 from .jit import launch as _launch
 from .jit.compiler import CompiledKernel
 from .jit.source import COMMON_PARAMS, generate
-from .stages.base import Problem, k_slices
-from .stages.s10_cp_async import operand_vec_aligned
+from .problem import Copy, Problem, k_slices, round4
 from .stages.tensor_map import TensorMapArg, TensorMapDescriptor
 
 INT32_MAX = 2**31 - 1
@@ -244,76 +243,60 @@ class _Builder:
                 values.append(float(extra) if kind == "f32" else int(extra))
         n_common = 3 + len(COMMON_PARAMS)
         scalar_slots = [(n_common, "alpha"), (n_common + 1, "beta")] if scalars else []
-        step = self.add(spec.id, src, name, spec.compile_arch(cfg, self.arch), grid, spec.threads(cfg),
+        step = self.add(spec.id, src, name, spec.compile_arch(cfg, self.arch), grid, spec.launch_threads(cfg, variant),
                         spec.smem_bytes(cfg, variant), kinds, values,
                         [(0, *refs["a"]), (1, *refs["b"]), (2, *refs["d"])], scalar_slots, tmaps)
         return step, spec, cfg, variant
 
 
-def _round4(n: int) -> int:
-    return -(-n // 4) * 4
+def _copy_operand(b: _Builder, label: str, prob: Problem, c: Copy, refs: dict, xk: bool = False) -> Problem:
+    """Launch the workspace copy ``c`` of operand ``c.which`` (its layout is gemmlab/problem.py's).
+    The launch sees the operand as it is (rows x cols) or, with ``xk``, as [x][k] rows (m of A,
+    n of B: the K-major copies, whose destination is row-major in that frame). ``refs`` is updated
+    in place; returns the problem the kernel then sees."""
+    op = prob.operand(c.which)
+    off = b.ws_region(c.floats)
+    if xk:
+        rows, cols, s_rs, s_cs, d_rs, d_cs = op.x, op.k, op.x_stride, op.k_stride, c.ld, 1
+    else:
+        rows, cols, s_rs, s_cs, d_rs, d_cs = op.rows, op.cols, op.rs, op.cs, c.rs, c.cs
+    if c.kind == "transpose":  # a source with unit row stride into a row-major destination
+        assert s_rs == 1 and d_cs == 1, (c, op)
+        b.transpose(label, refs[c.which], ("ws", off), rows, cols, c.batches, op.bs, s_cs, c.per, d_rs)
+    else:
+        b.copy(label, refs[c.which], ("ws", off), rows, cols, c.batches, (op.bs, s_rs, s_cs), (c.per, d_rs, d_cs))
+    refs[c.which] = ("ws", off)
+    return prob.with_copy(c)
 
 
-def _b_k_major(prob: Problem) -> bool:
-    """B stored K-major (unit stride along K, N > 1 columns apart): the [n][k] layout."""
-    return prob.b_rs == 1 and prob.b_cs != 1 and prob.N > 1 and prob.K > 1
-
-
-def _needs_repack(prob: Problem, which: str, for_alignment: bool) -> bool:
-    """An operand with no unit stride always; with ``for_alignment`` also one whose rows (or batch
-    stride, or base) are not 16-byte aligned (float4 and TMA then cannot read it)."""
-    rs, cs = getattr(prob, f"{which}_rs"), getattr(prob, f"{which}_cs")
-    rows, cols = (prob.M, prob.K) if which == "a" else (prob.K, prob.N)
-    if not (rs == 1 or cs == 1) and rows > 1 and cols > 1:
-        return True
-    return for_alignment and not operand_vec_aligned(prob, which)
-
-
-def _k_major_operands(b: _Builder, spec, prob: Problem, refs: dict) -> Problem:
+def _k_major_operands(b: _Builder, spec, cfg, prob: Problem, refs: dict) -> Problem:
     """Make A ([m][k]) and B ([n][k]) K-major with 16-byte aligned rows, for stages that read
     both operands K-major: an operand whose unit stride is along M or N is transposed into
-    workspace, any other operand the stage cannot take (strided, unaligned) is copied. ``refs``
-    is updated in place; returns the problem the kernel then sees."""
+    workspace, any other operand the stage cannot take (strided, unaligned) is copied
+    (``Operand.k_major_copy``). ``refs`` is updated in place; returns the problem the kernel then sees."""
     for which in ("a", "b"):
-        if spec.operand_ready(prob, which):
+        if spec.operand_ready(prob, which, cfg):
             continue
-        rows = prob.M if which == "a" else prob.N          # the operand's rows in [x][k] form
-        rs, cs, bs = getattr(prob, f"{which}_rs"), getattr(prob, f"{which}_cs"), getattr(prob, f"{which}_bs")
-        x_stride, k_stride = (rs, cs) if which == "a" else (cs, rs)
-        ld = _round4(prob.K)
-        per = _round4(rows * ld)
-        nb = prob.batch if bs else 1
-        off = b.ws_region(per * nb)
-        if x_stride == 1 and rows > 1:  # unit stride along m / n: one transposing copy
-            b.transpose(f"transpose {which} (K-major)", refs[which], ("ws", off), rows, prob.K, nb, bs, k_stride,
-                        per, ld)
-        else:  # strided or unaligned: a plain strided copy into [x][k]
-            b.copy(f"repack {which} (K-major)", refs[which], ("ws", off), rows, prob.K, nb, (bs, x_stride, k_stride),
-                   (per, ld, 1))
-        refs[which] = ("ws", off)
-        new = {"a_rs": ld, "a_cs": 1} if which == "a" else {"b_rs": 1, "b_cs": ld}
-        prob = replace(prob, **new, **{f"{which}_bs": per if bs else 0, f"{which}_ptr": 0})
+        c = prob.operand(which).k_major_copy()
+        label = f"transpose {which} (K-major)" if c.kind == "transpose" else f"repack {which} (K-major)"
+        prob = _copy_operand(b, label, prob, c, refs, xk=True)
     return prob
 
 
 def _split_operands(b: _Builder, prob: Problem, refs: dict) -> Problem:
-    """3xTF32: write each operand as two K-major workspace copies, hi and lo (one launch of
-    gemmlab_split_tf32 per operand, transposing where the operand's unit stride is along M or N).
-    Adds refs "a_lo" and "b_lo"; returns the problem the kernel sees (on the hi copies)."""
+    """3xTF32: write each operand as two K-major workspace copies, hi and lo, in the layout of
+    ``Operand.k_major_copy`` (one launch of gemmlab_split_tf32 per operand, transposing where the
+    operand's unit stride is along M or N). Adds refs "a_lo" and "b_lo"; returns the problem the
+    kernel sees (on the hi copies)."""
     for which in ("a", "b"):
-        rows = prob.M if which == "a" else prob.N
-        rs, cs, bs = getattr(prob, f"{which}_rs"), getattr(prob, f"{which}_cs"), getattr(prob, f"{which}_bs")
-        x_stride, k_stride = (rs, cs) if which == "a" else (cs, rs)
-        ld = _round4(prob.K)
-        per = _round4(rows * ld)
-        nb = prob.batch if bs else 1
-        off = b.ws_region(2 * per * nb)
-        b.split(f"split {which} (hi, lo; K-major)", refs[which], ("ws", off), rows, prob.K, nb, bs, x_stride,
-                k_stride, per, ld, per * nb)
+        op = prob.operand(which)
+        c = op.k_major_copy()
+        off = b.ws_region(2 * c.floats)
+        b.split(f"split {which} (hi, lo; K-major)", refs[which], ("ws", off), op.x, prob.K, c.batches, op.bs,
+                op.x_stride, op.k_stride, c.per, c.ld, c.floats)
         refs[which] = ("ws", off)
-        refs[f"{which}_lo"] = ("ws", off + 4 * per * nb)
-        new = {"a_rs": ld, "a_cs": 1} if which == "a" else {"b_rs": 1, "b_cs": ld}
-        prob = replace(prob, **new, **{f"{which}_bs": per if bs else 0, f"{which}_ptr": 0})
+        refs[f"{which}_lo"] = ("ws", off + 4 * c.floats)
+        prob = prob.with_copy(c)
     return prob
 
 
@@ -334,44 +317,21 @@ def build(choice: Choice, prob: Problem, refs: dict, dev: int, *, capturing: boo
         if getattr(spec, "operand_split", False):
             prob = _split_operands(b, prob, refs)
         else:
-            prob = _k_major_operands(b, spec, prob, refs)
+            prob = _k_major_operands(b, spec, cfg, prob, refs)
 
-    # Repack operands the stage's fast paths cannot read as they are.
-    if spec.aligned_path and prob.K > 0 and choice.repack and _b_k_major(prob):
-        # A K-major B becomes a row-major (N-major) copy: the layout the kernels read fastest.
-        ld = _round4(prob.N)
-        per = _round4(prob.K * ld)
-        nb = prob.batch if prob.b_bs else 1
-        off = b.ws_region(per * nb)
-        b.transpose("transpose b", refs["b"], ("ws", off), prob.K, prob.N, nb, prob.b_bs, prob.b_cs, per, ld)
-        refs["b"] = ("ws", off)
-        prob = replace(prob, b_rs=ld, b_cs=1, b_bs=per if prob.b_bs else 0, b_ptr=0)
-    if spec.aligned_path and prob.K > 0:
-        for which in ("a", "b"):
-            if not _needs_repack(prob, which, choice.repack):
-                continue
-            rs, cs, bs = getattr(prob, f"{which}_rs"), getattr(prob, f"{which}_cs"), getattr(prob, f"{which}_bs")
-            rows, cols = (prob.M, prob.K) if which == "a" else (prob.K, prob.N)
-            nb = prob.batch if bs else 1
-            # Keep the operand's majorness (its unit-stride dimension) and pad the leading
-            # dimension to 16 bytes; a strided operand becomes row-major.
-            if cs == 1 or rs != 1:
-                lead = _round4(cols)
-                new_rs, new_cs, per = lead, 1, rows * lead
-            else:
-                lead = _round4(rows)
-                new_rs, new_cs, per = 1, lead, cols * lead
-            per = _round4(per)
-            off = b.ws_region(per * nb)
-            b.copy(f"repack {which}", refs[which], ("ws", off), rows, cols, nb, (bs, rs, cs), (per, new_rs, new_cs))
-            refs[which] = ("ws", off)
-            prob = replace(prob, **{f"{which}_rs": new_rs, f"{which}_cs": new_cs, f"{which}_bs": per if bs else 0,
-                                    f"{which}_ptr": 0})
+    # Repack operands the stage's fast paths cannot read as they are (the copies and their layout
+    # are gemmlab/problem.py's: Problem.repacks). With ``repack`` a K-major B becomes a row-major
+    # (N-major) copy first, the layout the kernels read fastest.
+    if spec.aligned_path:
+        copies, _ = prob.repacks(choice.repack)
+        for c in copies:
+            label = f"transpose {c.which}" if c.kind == "transpose" else f"repack {c.which}"
+            prob = _copy_operand(b, label, prob, c, refs)
 
     k_split, splits = k_slices(prob.K, choice.split_k)
     if splits > 1:
-        ws_ld = _round4(prob.N)
-        ws_ss = _round4(prob.M * ws_ld)
+        ws_ld = round4(prob.N)
+        ws_ss = round4(prob.M * ws_ld)
         ws_bs = ws_ss * splits
         off = b.ws_region(ws_bs * prob.batch)
         part = replace(prob, splits=splits, k_split=k_split, d_ss=ws_ss, ldd=ws_ld, d_bs=ws_bs if prob.batch > 1 else 0,

@@ -160,11 +160,48 @@ def test_gpu_s12_against_float64(layout, M, N, K):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("config", [{"block_n": 128, "stages": 6}, {"block_m": 64, "block_n": 128, "stages": 8},
-                                    {"block_m": 64, "block_n": 256}, {"split_k": 4}, {"stages": 2}])
+                                    {"block_m": 64, "block_n": 256}, {"split_k": 4}, {"stages": 2}, {"tma_tf32": 0},
+                                    {"block_m": 256, "block_n": 128, "b_regs": 1, "split_k": 3}])
 def test_gpu_s12_configs(config):
     for M, N, K in [(333, 517, 1500), (1024, 1024, 4096)]:
         r = check.check_stage("s12", M, N, K, "nn", config=config)
         assert r.correct, (config, M, N, K, r)
+
+
+def test_rs_variant_for_row_major_b():
+    cfg = S12.config({"block_m": 256, "block_n": 128, "b_regs": 1})
+    nn, nt = dense(512, 512, 512, "nn"), dense(512, 512, 512, "nt")
+    assert S12.variant(cfg, nn) == {"rs": 1} and S12.variant(cfg, nt) == {"rs": 0}
+    assert S12.variant(S12.default_config, nn) == {"rs": 0}  # off unless asked for
+    assert S12.operand_ready(nn, "b", cfg) and not S12.operand_ready(nn, "b")
+    assert S12.launch_threads(cfg, {"rs": 1}) == 128 * 2 + 128   # one consumer warpgroup per 64 columns
+    assert S12.launch_threads(cfg, {"rs": 0}) == 128 * 4 + 128
+    maps = operand_maps(cfg, nn, 1)
+    assert maps["b"][1:] == ((1, 512, 512), (512 * 512, 512, 1), (1, 32, 32), 128)  # (k, n), boxes {32 n, 32 k}
+    S12.check_problem(cfg, nn)  # B row-major is fine for the RS variant
+
+
+@pytest.mark.parametrize("block_m", [256, 128])
+def test_rs_variant_compiles_without_spills(block_m):
+    from gemmlab.analysis import sass
+    from gemmlab.api import kernel_for
+
+    cfg = S12.config({"block_m": block_m, "block_n": 128, "b_regs": 1})
+    ck = kernel_for(S12, cfg, {"rs": 1}, "sm_90")
+    res = sass.resources(ck.cubin, ck.name)
+    assert res["local_bytes"] == 0 and res["stack_bytes"] == 0, res
+    insns = sass.instructions(ck.cubin)
+    hg = [i for i in insns if i.op.startswith("HGMMA")]
+    assert hg and all("gdesc" in i.operands and not i.operands.split(",")[1].strip().startswith("gdesc") for i in hg)
+    assert sass.has_opcode(insns, "LDS.64")  # the B^T fragments
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", ["nn", "tn"])
+@pytest.mark.parametrize("M,N,K", [(256, 128, 32), (300, 200, 100), (1000, 1000, 1000), (129, 257, 33), (7, 9, 5)])
+def test_gpu_s12_rs_variant(layout, M, N, K):
+    r = check.check_stage("s12", M, N, K, layout, config={"block_m": 256, "block_n": 128, "b_regs": 1})
+    assert r.correct, r
 
 
 @pytest.mark.gpu

@@ -51,7 +51,7 @@ def generate(spec, cfg: dict, variant: dict) -> tuple[str, str]:
     extra = spec.extra_params(cfg, variant)
     src = _TEMPLATE.format(
         stage_id=spec.id, stage_name=spec.name, cfg=cfg, variant=variant, header=spec.header,
-        template=spec.template(cfg, variant), bm=bm, bn=bn, threads=spec.threads(cfg),
+        template=spec.template(cfg, variant), bm=bm, bn=bn, threads=spec.launch_threads(cfg, variant),
         min_blocks=spec.min_blocks_per_sm(cfg), name=name, group_m=spec.group_m(cfg),
         extra_decl="".join(f", {decl}" for decl, _ in extra),
         extra_args="".join(f", {arg}" for _, arg in extra),

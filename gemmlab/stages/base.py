@@ -5,6 +5,9 @@ with BLOCK_M, BLOCK_N, THREADS and ``static __device__ void run(const GemmArgs&,
 int64 col0, unsigned char* smem)``) and ``stages/sNN_name.py`` (this spec: parameters,
 constraints, launch geometry, template instantiation, expected SASS). The module defines
 ``STAGE = SomeSpec()``; the registry finds it by file name, nothing else needs editing.
+
+The problem a spec is asked about, and every layout fact about its operands, is
+gemmlab/problem.py's (re-exported here as ``Problem``).
 """
 from __future__ import annotations
 
@@ -12,77 +15,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..errors import ConfigError
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One GEMM as the kernel sees it: D (M x N, row-major, ld ``ldd``) = alpha A B + beta D.
-
-    Strides are in elements. ``a_rs``/``a_cs`` are A's row and column strides (A[m, k] at
-    m*a_rs + k*a_cs); likewise B (K x N). Pointers are device addresses (0 when unknown, e.g.
-    when only compiling).
-    """
-
-    M: int
-    N: int
-    K: int
-    a_rs: int
-    a_cs: int
-    b_rs: int
-    b_cs: int
-    ldd: int
-    batch: int = 1
-    a_bs: int = 0
-    b_bs: int = 0
-    d_bs: int = 0
-    a_ptr: int = 0
-    b_ptr: int = 0
-    d_ptr: int = 0
-    alpha: float = 1.0
-    beta: float = 0.0
-    # Split-K: ``splits`` slices of ``k_split`` (a multiple of 32) along K, slice s writing its
-    # partial product at D + s * d_ss (blockIdx.y); 1 slice is the plain problem.
-    splits: int = 1
-    k_split: int = 0
-    d_ss: int = 0
-
-    @staticmethod
-    def dense(M, N, K, layout="nn", batch=1, **kw) -> "Problem":
-        """A contiguous problem; layout letters say whether A and B are 'n' (row-major) or 't'."""
-        a_rs, a_cs = (K, 1) if layout[0] == "n" else (1, M)
-        b_rs, b_cs = (N, 1) if layout[1] == "n" else (1, K)
-        return Problem(M, N, K, a_rs, a_cs, b_rs, b_cs, N, batch, M * K, K * N, M * N, **kw)
-
-    # A is "K-major" (row-major, K contiguous) or "M-major" (column-major, M contiguous).
-    @property
-    def a_k_major(self) -> bool:
-        return self.a_cs == 1
-
-    @property
-    def b_n_major(self) -> bool:
-        return self.b_cs == 1
-
-    def aligned(self, floats: int = 4) -> bool:
-        """Every A, B and D row start is aligned to ``floats`` elements (16 bytes for 4), with the
-        unit-stride dimension as the vector dimension, for every batch."""
-        bytes_ = 4 * floats
-        if any(p % bytes_ for p in (self.a_ptr, self.b_ptr, self.d_ptr)):
-            return False
-        lead_a = self.a_rs if self.a_cs == 1 else self.a_cs if self.a_rs == 1 else None
-        lead_b = self.b_rs if self.b_cs == 1 else self.b_cs if self.b_rs == 1 else None
-        if lead_a is None or lead_b is None:
-            return False
-        return all(s % floats == 0 for s in (lead_a, lead_b, self.ldd, self.a_bs, self.b_bs, self.d_bs))
-
-
-def k_slices(K: int, split_k: int) -> tuple[int, int]:
-    """(k_split, slices): split-K as the plan runs it. Slices are whole multiples of 32 (so every
-    stage's K tiles, and s11's TMA boxes, end at a slice boundary); asking for ``split_k`` gives
-    ceil(K / k_split) slices, which can be fewer. No split: (K, 1)."""
-    if split_k <= 1 or K <= 0:
-        return K, 1
-    k_split = -(-(-(-K // split_k)) // 32) * 32
-    return k_split, -(-K // k_split)
+from ..problem import Problem, k_slices  # noqa: F401  (re-exported: gemmlab.stages.base.Problem is documented)
 
 
 @dataclass(frozen=True)
@@ -150,6 +83,10 @@ class StageSpec:
 
     def threads(self, cfg: dict) -> int:
         raise NotImplementedError
+
+    def launch_threads(self, cfg: dict, variant: dict) -> int:
+        """Threads per block of one instantiation (a variant may change it: s12's RS path)."""
+        return self.threads(cfg)
 
     def smem_bytes(self, cfg: dict, variant: dict) -> int:
         return 0
@@ -221,7 +158,7 @@ class StageSpec:
         return {"id": self.id, "name": self.name, "adds": self.adds, "notes": self.notes,
                 "precision": self.precision}
 
-    def operand_ready(self, problem: "Problem", which: str) -> bool:
+    def operand_ready(self, problem: "Problem", which: str, cfg: dict | None = None) -> bool:
         """For ``operands_k_major`` stages: whether operand ``which`` can be used as it is."""
         return True
 

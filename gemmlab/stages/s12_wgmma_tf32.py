@@ -31,22 +31,35 @@ def consumer_regs(cfg) -> int:
     return min(240, (65536 - 128 * PRODUCER_REGS) // consumers // 8 * 8)
 
 
+def b_n_major_ready(p: Problem) -> bool:
+    """B row-major (unit stride along N) with 16-byte aligned rows: the RS variant reads it as is."""
+    if p.N == 1 or p.K == 0:
+        return False
+    return (p.b_cs == 1 and p.b_ptr % 16 == 0 and (p.K == 1 or (p.b_rs > 0 and p.b_rs % 4 == 0))
+            and not (p.batch > 1 and p.b_bs % 4))
+
+
+def rs_legal(cfg) -> bool:
+    """Whether ``cfg`` can run the RS variant (B^T from registers): 64 columns per consumer
+    warpgroup, block_m (the wgmma N) accumulators + 56 within a consumer's registers."""
+    bn, bm = cfg["block_n"], cfg["block_m"]
+    if bn % 64 or not 64 <= bn <= 256 or bm % 32 or not 32 <= bm <= 256 or not cfg.get("b_regs", 0):
+        return False
+    consumers = 128 * (bn // 64)
+    regs = min(240, (65536 - 128 * PRODUCER_REGS) // consumers // 8 * 8)
+    return bm // 2 + 56 <= regs
+
+
 def operand_view(p: Problem, which: str):
-    """(ready, outer stride, batch stride): whether operand ``which`` is K-major (unit stride
-    along K; K == 1 counts) and TMA-aligned, with the stride between its rows (m of A, n of B)."""
-    if which == "a":
-        k_stride, outer_stride, outer, bs, ptr = p.a_cs, p.a_rs, p.M, p.a_bs, p.a_ptr
-    else:
-        k_stride, outer_stride, outer, bs, ptr = p.b_rs, p.b_cs, p.N, p.b_bs, p.b_ptr
-    k_major = k_stride == 1 or p.K == 1
-    if outer == 1:
-        outer_stride = -(-max(p.K, 1) // 4) * 4  # never used: any legal stride
-    ready = (k_major and ptr % 16 == 0 and outer_stride > 0 and outer_stride % 4 == 0
-             and not (p.batch > 1 and bs % 4))
-    return ready, outer_stride, bs
+    """(ready, outer stride, batch stride) of operand ``which`` as gemmlab/problem.py sees it:
+    whether it is K-major (unit stride along K; K == 1 counts) and TMA-aligned
+    (``Operand.k_rows_ready``), with the stride between its rows, m of A or n of B
+    (``Operand.k_row_stride``)."""
+    op = p.operand(which)
+    return op.k_rows_ready, op.k_row_stride, op.bs
 
 
-def operand_maps(cfg, p: Problem) -> dict:
+def operand_maps(cfg, p: Problem, b_regs: int = 0) -> dict:
     """The two tensor maps, outermost first: A as (batch, M, K), B as (batch, N, K), boxes of
     (1, block_m | block_n, 32) with the 128-byte swizzle; plus "batch_mask" (bit 0 A, bit 1 B
     batched; an unbatched operand is broadcast)."""
@@ -59,6 +72,12 @@ def operand_maps(cfg, p: Problem) -> dict:
                       (1, box_rows, BLOCK_K), SWIZZLE)
         mask |= (1 if which == "a" else 2) if batched else 0
     out["batch_mask"] = mask
+    if b_regs:  # the RS variant reads B row-major: (batch, K, N) in boxes of {32 n, 32 k}
+        bs = p.b_bs
+        batched = p.batch > 1 and bs != 0
+        ld = p.b_rs if p.K > 1 else -(-p.N // 4) * 4
+        out["b"] = (p.b_ptr, (p.batch if batched else 1, p.K, p.N),
+                    (bs if batched else -(-(p.K * ld) // 4) * 4, ld, 1), (1, BLOCK_K, 32), SWIZZLE)
     return out
 
 
@@ -66,8 +85,6 @@ class WgmmaTf32(StageSpec):
     precision = "tf32"
     operands_k_major = True
 
-    def threads(self, cfg):
-        return 128 * (cfg["block_m"] // 64) + 128
 
     def compile_arch(self, cfg, arch):
         # wgmma and setmaxnreg exist only on the sm_90a target (runs on compute capability 9.0).
@@ -86,8 +103,9 @@ class WgmmaTf32(StageSpec):
             out.append(f"stages={st} must be 2..8")
         if cfg["group_m"] < 1:
             out.append(f"group_m={cfg['group_m']} must be at least 1")
-        if cfg.get("tma_tf32", 0) not in (0, 1):
-            out.append(f"tma_tf32={cfg['tma_tf32']} must be 0 or 1")
+        for key in ("tma_tf32", "b_regs", "a_order"):
+            if cfg.get(key, 0) not in (0, 1):
+                out.append(f"{key}={cfg[key]} must be 0 or 1")
         if not out:
             if bn // 2 + 40 > consumer_regs(cfg):
                 out.append(f"block_n/2 = {bn // 2} accumulators + 40 exceed the {consumer_regs(cfg)} registers "
@@ -101,18 +119,36 @@ class WgmmaTf32(StageSpec):
         return 1024 + cfg["stages"] * (cfg["block_m"] + cfg["block_n"]) * BLOCK_K * 4 + 2 * cfg["stages"] * 8
 
     def variants(self, cfg):
-        return [{}]
+        return [{"rs": 0}] + ([{"rs": 1}] if rs_legal(cfg) else [])
 
     def variant(self, cfg, problem):
-        return {}
+        """b_regs=1 (the RS variant) for a row-major B that is not K-major, where the config allows."""
+        use = rs_legal(cfg) and b_n_major_ready(problem) and not operand_view(problem, "b")[0]
+        return {"rs": int(use)}
+
+    def threads(self, cfg):
+        """Consumer warpgroups (one per 64 rows) + the producer warpgroup."""
+        return 128 * (cfg["block_m"] // 64) + 128
+
+    def launch_threads(self, cfg, variant):
+        """The RS variant has one consumer warpgroup per 64 columns."""
+        if variant.get("rs"):
+            return 128 * (cfg["block_n"] // 64) + 128
+        return self.threads(cfg)
 
     def template(self, cfg, variant):
+        if variant.get("rs"):
+            return (f"gemmlab::S12WgmmaTf32Rs<{cfg['block_m']}, {cfg['block_n']}, {cfg['block_k']}, {cfg['stages']}, "
+                    f"{cfg.get('a_order', 0)}>")
         return f"gemmlab::S12WgmmaTf32<{cfg['block_m']}, {cfg['block_n']}, {cfg['block_k']}, {cfg['stages']}>"
 
     # ---- what the kernel can take ----------------------------------------------------------
-    def operand_ready(self, problem: Problem, which: str) -> bool:
-        """Whether the plan can hand operand ``which`` to the kernel as it is (else it repacks)."""
-        return operand_view(problem, which)[0]
+    def operand_ready(self, problem: Problem, which: str, cfg=None) -> bool:
+        """Whether the plan can hand operand ``which`` to the kernel as it is (else it repacks): K-major
+        and TMA-aligned, or for B with ``cfg`` allowing the RS variant, row-major and aligned."""
+        if operand_view(problem, which)[0]:
+            return True
+        return which == "b" and cfg is not None and rs_legal(cfg) and b_n_major_ready(problem)
 
     def tma_problems(self, cfg, p: Problem) -> list[str]:
         out = []
@@ -134,12 +170,13 @@ class WgmmaTf32(StageSpec):
 
     def check_problem(self, cfg, problem):
         bad = self.tma_problems(cfg, problem)
+        b_regs = self.variant(cfg, problem)["rs"]
         for which in ("a", "b"):
-            if not self.operand_ready(problem, which):
+            if not self.operand_ready(problem, which, cfg if b_regs else None):
                 bad.append(f"{which.upper()} is not K-major with 16-byte aligned rows (TF32 wgmma reads both "
                            "operands K-major; gemm() transposes or copies such an operand first)")
         if not bad:
-            maps = operand_maps(cfg, problem)
+            maps = operand_maps(cfg, problem, b_regs)
             for which in ("a", "b"):
                 ptr, shape, strides, box, swizzle = maps[which]
                 bad += [f"{which.upper()}: {m}" for m in tensor_map.problems(ptr, shape, strides, box, swizzle,
@@ -154,7 +191,7 @@ class WgmmaTf32(StageSpec):
                 ("int tma_batch_mask", "tma_batch_mask")]
 
     def extra_args(self, cfg, variant, problem):
-        maps = operand_maps(cfg, problem)
+        maps = operand_maps(cfg, problem, variant.get("rs", 0))
         dtype = tensor_map.TFLOAT32 if cfg.get("tma_tf32", 0) else tensor_map.FLOAT32
         return [tensor_map.TensorMapArg(w, *maps[w][1:], dtype) for w in ("a", "b")] + [np.int32(maps["batch_mask"])]
 
@@ -175,6 +212,10 @@ STAGE = WgmmaTf32(
         Param("block_k", 32, "K per pipeline stage: one 128-byte swizzled row of tf32 (fixed)"),
         Param("stages", 4, "shared-memory stages in flight (full/empty mbarrier pair each)"),
         Param("group_m", 8, "tile rows per L2 group in the block order"),
+        Param("b_regs", 0, "1: a row-major B runs the RS variant (B^T through registers, D^T = B^T A^T, no "
+                           "workspace) instead of a transposing pre-pass, where the tile allows it (block_n a "
+                           "multiple of 64); H200: as fast as the pre-pass (323 vs 325 TFLOPS at 4096^3)"),
+        Param("a_order", 0, "RS variant: order of the four tf32 words of wgmma's register fragment (0 or 1)"),
         Param("tma_tf32", 1, "1: the tensor maps are TFLOAT32: the TMA copy rounds each input to tf32 (H200: "
                              "rel. error 2.6e-4 at 4096^3, as cuBLAS TF32); 0: raw FP32 words, which the tensor "
                              "core truncates (6.8e-4)"),
