@@ -2,29 +2,13 @@
 // two K-major workspace copies hi[x][k] and lo[x][k] (x = m of A or n of B) with
 //   hi = tf32 round-to-nearest of v,   lo = tf32 round-to-nearest of (v - hi),
 // so v = hi + lo to about 2^-22 relative and each part is exact for the tensor core (which reads
-// only a word's 10 high mantissa bits). Special values: where v - hi is not finite (v infinite or
-// NaN) lo = 0, so inf and NaN reach the product as they are; a finite v that would round to
-// infinity keeps its truncated value as hi. A 32x32 tile passes through shared memory, so reads are
+// only a word's 10 high mantissa bits); special values as ptx/cvt.cuh's split_tf32 says. A 32x32
+// tile passes through shared memory, so reads are
 // coalesced along the source's unit-stride dimension (x or k) and writes along k.
 #pragma once
 #include "common.cuh"
+#include "ptx/cvt.cuh"
 
-namespace gemmlab {
-
-__device__ __forceinline__ float tf32_round(float v) {
-    unsigned r;
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(v));
-    return __uint_as_float(r);
-}
-
-__device__ __forceinline__ void split_tf32(float v, float& hi, float& lo) {
-    hi = tf32_round(v);
-    if (isinf(hi) && isfinite(v)) hi = __uint_as_float(__float_as_uint(v) & 0xffffe000u);
-    const float rest = v - hi;
-    lo = isfinite(rest) ? tf32_round(rest) : 0.0f;
-}
-
-}  // namespace gemmlab
 
 // src(x, k) = src[b*src_bs + x*src_xs + k*src_ks];  hi/lo(x, k) = dst[b*dst_bs + x*ld + k] (+ lo_off for lo).
 // X_UNIT: the source's unit stride is along x (else along k, or neither: still correct, slower).
