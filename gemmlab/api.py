@@ -22,34 +22,44 @@ import threading
 from dataclasses import dataclass, replace
 
 from . import arrays, device as _device
-from .errors import ConfigError
+from .errors import ArgumentError, ArgumentTypeError, ConfigError
 from .plan import Choice, Plan, build as _build_plan, kernel_for  # noqa: F401  (kernel_for: public helper)
+from . import precision as _precision
+from .problem import Problem, matrix_layout
 from .stages import get as _get_stage
-from .stages.base import Problem
 
 INT32_MAX = 2**31 - 1
 PLAN_CACHE_SIZE = 4096
 PLAN_KEYS = ("split_k", "repack")  # config keys the plan layer takes (not the stage's)
 
 
-def matmul(a, b, out=None, *, stage="auto", config=None, stream=None):
-    """``a @ b`` like torch.mm (2-D) or torch.bmm (3-D)."""
-    if len(a.shape) == 3:
-        return _gemm(a, b, None, 1.0, 0.0, out, stage, config, stream, True)
-    return _gemm(a, b, None, 1.0, 0.0, out, stage, config, stream, False)
+def matmul(a, b, out=None, *, stage="auto", config=None, stream=None, precision=None):
+    """``a @ b`` like torch.mm (2-D) or torch.bmm (3-D). ``precision``: "ieee", "tf32" or
+    "tf32x3" (None: the process default, gemmlab.set_precision / GEMMLAB_PRECISION)."""
+    try:
+        rank = len(a.shape)
+    except (AttributeError, TypeError):  # e.g. only __cuda_array_interface__; else the error names a
+        rank = arrays.view(a, "a").ndim
+    if rank == 3:
+        return _gemm(a, b, None, 1.0, 0.0, out, stage, config, stream, True, precision)
+    return _gemm(a, b, None, 1.0, 0.0, out, stage, config, stream, False, precision)
 
 
-def gemm(a, b, c=None, alpha=1.0, beta=0.0, out=None, *, stage="auto", config=None, stream=None):
+def gemm(a, b, c=None, alpha=1.0, beta=0.0, out=None, *, stage="auto", config=None, stream=None,
+         precision=None):
     """``out = alpha * a @ b + beta * c`` for 2-D float32 GPU arrays; returns ``out``.
 
     ``config`` may also hold ``split_k`` (slices of K, reduced by a second kernel) and ``repack``
-    (1: copy operands whose rows are not 16-byte aligned into aligned workspace first)."""
-    return _gemm(a, b, c, alpha, beta, out, stage, config, stream, False)
+    (1: copy operands whose rows are not 16-byte aligned into aligned workspace first).
+    ``precision``: "ieee" (FP32 FFMA), "tf32" (tensor cores, 10-bit inputs) or "tf32x3"
+    (FP32-accurate tensor cores); None: the process default (gemmlab.set_precision)."""
+    return _gemm(a, b, c, alpha, beta, out, stage, config, stream, False, precision)
 
 
-def gemm_batched(a, b, c=None, alpha=1.0, beta=0.0, out=None, *, stage="auto", config=None, stream=None):
+def gemm_batched(a, b, c=None, alpha=1.0, beta=0.0, out=None, *, stage="auto", config=None, stream=None,
+                 precision=None):
     """Strided batched GEMM on 3-D arrays (batch, rows, cols); a batch of 1 in a or b broadcasts."""
-    return _gemm(a, b, c, alpha, beta, out, stage, config, stream, True)
+    return _gemm(a, b, c, alpha, beta, out, stage, config, stream, True, precision)
 
 
 # ---- the plan cache --------------------------------------------------------------------------
@@ -118,7 +128,7 @@ def _arg_sig(x):
     return (v.kind, v.shape, v.strides, v.device, v.ptr & 15, v.readonly), v.ptr
 
 
-def _signature(a, b, c, out, alpha, beta, stage, config, batched):
+def _signature(a, b, c, out, alpha, beta, stage, config, batched, precision=None):
     """(plan-cache key, {source: pointer}); the key is None when something is too odd to key
     (the full checks then say what is wrong)."""
     try:
@@ -128,31 +138,37 @@ def _signature(a, b, c, out, alpha, beta, stage, config, batched):
         ko, po = _arg_sig(out)
         cfg = None if config is None else tuple(sorted(config.items()))
         c_is_out = c is not None and out is not None and (c is out or (pc == po and kc == ko))
-        key = (batched, ka, kb, kc, ko, c_is_out, alpha == 0.0, beta == 0.0, stage, cfg)
+        key = (batched, ka, kb, kc, ko, c_is_out, alpha == 0.0, beta == 0.0, stage, cfg, precision)
         hash(key)
     except Exception:
         return None, None
     return key, {"a": pa, "b": pb, "c": pc, "out": po}
 
 
-def _gemm(a, b, c, alpha, beta, out, stage, config, stream, batched):
+def _gemm(a, b, c, alpha, beta, out, stage, config, stream, batched, precision=None):
     try:
         alpha, beta = float(alpha), float(beta)
     except (TypeError, ValueError):
-        raise TypeError(f"alpha, beta: numbers expected, got {alpha!r}, {beta!r}") from None
+        raise ArgumentTypeError(f"alpha, beta: numbers expected, got {alpha!r}, {beta!r}") from None
     if _stamp is not None or _env("GEMMLAB_DEV"):
         _dev_check()
-    entry, ptrs = _lookup(a, b, c, alpha, beta, out, stage, config, stream, batched)
+    entry, ptrs = _lookup(a, b, c, alpha, beta, out, stage, config, stream, batched, precision)
     return _execute(entry, a, out, ptrs, alpha, beta, stream)
 
 
-def _lookup(a, b, c, alpha, beta, out, stage, config, stream, batched):
+def _lookup(a, b, c, alpha, beta, out, stage, config, stream, batched, precision=None):
     """(cache entry, {source: pointer}) for this call: a plan-cache hit, else every check and a
-    new plan (remembered when the call can be keyed)."""
-    key, ptrs = _signature(a, b, c, out, alpha, beta, stage, config, batched)
+    new plan (remembered when the call can be keyed). For stage="auto" a precision of None is
+    resolved here (the process default can change between calls); an explicit stage with no
+    precision runs at its own."""
+    if precision is not None:
+        _precision.check(precision)
+    elif stage in (None, "auto"):
+        precision = _precision.get_precision()
+    key, ptrs = _signature(a, b, c, out, alpha, beta, stage, config, batched, precision)
     entry = _plans.get(key) if key is not None else None  # a dict read: safe without the lock
     if entry is None:
-        entry = _build_entry(a, b, c, alpha, beta, out, stage, config, stream, batched)
+        entry = _build_entry(a, b, c, alpha, beta, out, stage, config, stream, batched, precision)
         if key is not None:
             _remember(key, entry)
     if ptrs is None:
@@ -189,8 +205,8 @@ def _execute(e: _Entry, a, out, ptrs, alpha, beta, stream):
             lo, hi = ptrs[name] + e.spans[name][0], ptrs[name] + e.spans[name][1]
             if o0 < hi and lo < o1:
                 if name == "c":
-                    raise ValueError("out overlaps c without being c; pass out=c (in place) or separate memory")
-                raise ValueError(f"out overlaps {name}; gemmlab never writes over its inputs, pass another out")
+                    raise ArgumentError("out overlaps c without being c; pass out=c (in place) or separate memory")
+                raise ArgumentError(f"out overlaps {name}; gemmlab never writes over its inputs, pass another out")
     plan = e.plan
     if plan is None:
         return out
@@ -257,23 +273,10 @@ def _as3(v: arrays.View, arg: str, batched: bool):
     want = 3 if batched else 2
     if v.ndim != want:
         fn = "gemm_batched" if batched else "gemm"
-        raise ValueError(f"{arg}: rank {v.ndim} (shape {v.shape}); {fn} takes {want}-D arrays")
+        raise ArgumentError(f"{arg}: rank {v.ndim} (shape {v.shape}); {fn} takes {want}-D arrays")
     if batched:
         return v.shape, v.strides
     return (1,) + v.shape, (0,) + v.strides
-
-
-def _layout(shape2, strides2):
-    """'row' (unit column stride), 'col' (unit row stride) or None, for a rows x cols matrix."""
-    rows, cols = shape2
-    rs, cs = strides2
-    if cols <= 1 or cs == 1:
-        if rows <= 1 or rs >= max(cols, 1):
-            return "row"
-    if rows <= 1 or rs == 1:
-        if cols <= 1 or cs >= max(rows, 1):
-            return "col"
-    return None
 
 
 def _split_config(config):
@@ -298,14 +301,19 @@ def _split_config(config):
     return stage_cfg, plan_cfg
 
 
-def _resolve_stage(stage, config):
-    """(spec, config, plan keys) for an explicit stage, or (None, None, plan keys) for auto."""
+def _resolve_stage(stage, config, precision=None):
+    """(spec, config, plan keys) for an explicit stage, or (None, None, plan keys) for auto. An
+    explicit stage with an explicit precision it does not compute at is an error."""
     stage_cfg, plan_cfg = _split_config(config)
     if stage in (None, "auto"):
         return None, stage_cfg, plan_cfg
     if not isinstance(stage, str):
         raise ConfigError(f"stage: {stage!r} is not a stage id; use one of gemmlab.stages() or 'auto'")
     spec = _get_stage(stage)
+    if precision is not None and spec.precision != precision:
+        raise _precision.PrecisionError(
+            f"stage={spec.id!r} computes at precision {spec.precision!r}, not precision={precision!r}; "
+            f"drop one of them (stage='auto' picks a stage of the precision asked for)")
     return spec, spec.config(stage_cfg), plan_cfg
 
 
@@ -324,30 +332,51 @@ def _rel_span(v: arrays.View) -> tuple[int, int]:
     return lo - v.ptr, hi - v.ptr
 
 
-def _build_entry(a, b, c, alpha, beta, out, stage, config, stream, batched) -> _Entry:
+def _build_entry(a, b, c, alpha, beta, out, stage, config, stream, batched, precision=None) -> _Entry:
     va, vb = arrays.view(a, "a"), arrays.view(b, "b")
     (ba, M, K), sa = _as3(va, "a", batched)
     (bb, K2, N), sb = _as3(vb, "b", batched)
     if K != K2:
-        raise ValueError(f"shape mismatch: a is {M}x{K} but b is {K2}x{N} (a's columns must equal b's rows)")
+        raise ArgumentError(f"shape mismatch: a is {M}x{K} but b is {K2}x{N} (a's columns must equal b's rows)")
     if ba != bb and 1 not in (ba, bb):
-        raise ValueError(f"shape mismatch: a has batch {ba}, b has batch {bb} (equal, or one of them 1)")
+        raise ArgumentError(f"shape mismatch: a has batch {ba}, b has batch {bb} (equal, or one of them 1)")
     batch = max(ba, bb)
     want = (batch, M, N) if batched else (M, N)
     vc = None
     if c is not None:
         vc = arrays.view(c, "c")
         if vc.shape != want:
-            raise ValueError(f"c: shape {vc.shape}, expected {want}")
+            raise ArgumentError(f"c: shape {vc.shape}, expected {want}")
     vo = None
     if out is not None:
         vo = arrays.view(out, "out")
         if vo.shape != want:
-            raise ValueError(f"out: shape {vo.shape}, expected {want}")
+            raise ArgumentError(f"out: shape {vo.shape}, expected {want}")
         if vo.readonly:
-            raise ValueError("out: read-only array")
+            raise ArgumentError("out: read-only array")
 
-    # One device for everything.
+    spec, cfg, plan_cfg = _resolve_stage(stage, config, precision)
+
+    # out must not overlap a or b; out may be c exactly (in place) but not partly.
+    if vo is not None:
+        for name, v in (("a", va), ("b", vb)):
+            if _overlaps(vo, v):
+                raise ArgumentError(f"out overlaps {name}; gemmlab never writes over its inputs, pass another out")
+        if vc is not None and _overlaps(vo, vc) and not _same(vo, vc):
+            raise ArgumentError("out overlaps c without being c; pass out=c (in place) or separate memory")
+        if batch > 1:
+            (_, _, _), so = _as3(vo, "out", batched)
+            per = 4 * (max(so[1] * (M - 1), 0) + max(so[2] * (N - 1), 0) + 1)
+            if abs(so[0]) * 4 < per:
+                raise ArgumentError("out: its batches overlap each other (batch stride too small)")
+        _, so = _as3(vo, "out", batched)
+        if matrix_layout((M, N), so[1:]) is None:
+            raise ArgumentError(f"out: strides {vo.strides} are neither row- nor column-major; "
+                                "pass a row- or column-major out (a leading dimension wider than the row is fine)")
+    if vo is None and va.kind == "cai":
+        arrays.empty_like_kind(va, want, 0)  # raises: generic arrays need out=
+
+    # One device for everything (the first check that may ask the driver: after the others).
     views = [("a", va), ("b", vb)] + ([("c", vc)] if vc else []) + ([("out", vo)] if vo else [])
     devs = {}
     for name, v in views:
@@ -357,30 +386,9 @@ def _build_entry(a, b, c, alpha, beta, out, stage, config, stream, batched) -> _
         devs[name] = d
     known = {d for d in devs.values() if d is not None}
     if len(known) > 1:
-        raise ValueError("mixed devices: " + ", ".join(f"{n} on cuda:{d}" for n, d in devs.items()) +
-                         "; move them to one GPU")
+        raise ArgumentError("mixed devices: " + ", ".join(f"{n} on cuda:{d}" for n, d in devs.items()) +
+                            "; move them to one GPU")
     dev = known.pop() if known else 0
-
-    spec, cfg, plan_cfg = _resolve_stage(stage, config)
-
-    # out must not overlap a or b; out may be c exactly (in place) but not partly.
-    if vo is not None:
-        for name, v in (("a", va), ("b", vb)):
-            if _overlaps(vo, v):
-                raise ValueError(f"out overlaps {name}; gemmlab never writes over its inputs, pass another out")
-        if vc is not None and _overlaps(vo, vc) and not _same(vo, vc):
-            raise ValueError("out overlaps c without being c; pass out=c (in place) or separate memory")
-        if batch > 1:
-            (_, _, _), so = _as3(vo, "out", batched)
-            per = 4 * (max(so[1] * (M - 1), 0) + max(so[2] * (N - 1), 0) + 1)
-            if abs(so[0]) * 4 < per:
-                raise ValueError("out: its batches overlap each other (batch stride too small)")
-        _, so = _as3(vo, "out", batched)
-        if _layout((M, N), so[1:]) is None:
-            raise ValueError(f"out: strides {vo.strides} are neither row- nor column-major; "
-                             "pass a row- or column-major out (a leading dimension wider than the row is fine)")
-    if vo is None and va.kind == "cai":
-        arrays.empty_like_kind(va, want, dev)  # raises: generic arrays need out=
 
     spans = {"a": _rel_span(va), "b": _rel_span(vb)}
     if vc is not None:
@@ -391,6 +399,8 @@ def _build_entry(a, b, c, alpha, beta, out, stage, config, stream, batched) -> _
     entry = _Entry(None, va.kind, dev, want, spans, vc is not None and not c_is_out, vc is not None)
     if M == 0 or N == 0 or batch == 0:
         return entry
+    if stream is not None:
+        arrays.stream_handle(stream)  # a stream= that is not a stream: an argument error, before the GPU
 
     # The GPU from here on.
     arch = _device.arch(dev)
@@ -411,29 +421,17 @@ def _build_entry(a, b, c, alpha, beta, out, stage, config, stream, batched) -> _
         _, sc = _as3(vc, "c", batched)
         c_copy = (M, N, batch, sc, out_strides)
 
-    # Column-major out: compute out^T = b^T a^T, which is row-major.
-    so = out_strides
-    a_bs = sa[0] if ba > 1 else 0
-    b_bs = sb[0] if bb > 1 else 0
-    if _layout((M, N), so[1:]) == "row":
-        m, n, ldd = M, N, so[1]
-        refs = {"a": ("a", 0), "b": ("b", 0), "d": ("out", 0)}
-        pa, a_rs, a_cs, pb, b_rs, b_cs = va.ptr, sa[1], sa[2], vb.ptr, sb[1], sb[2]
-    else:
-        m, n, ldd = N, M, so[2]
-        refs = {"a": ("b", 0), "b": ("a", 0), "d": ("out", 0)}
-        pa, a_rs, a_cs, pb, b_rs, b_cs = vb.ptr, sb[2], sb[1], va.ptr, sa[2], sa[1]
-        a_bs, b_bs = b_bs, a_bs
-    if m == 1:
-        ldd = -(-n // 4) * 4  # one row: the leading dimension is never used; keep it aligned
-    prob = Problem(M=m, N=n, K=K if alpha != 0.0 else 0, a_rs=a_rs, a_cs=a_cs, b_rs=b_rs, b_cs=b_cs,
-                   ldd=ldd, batch=batch, a_bs=a_bs, b_bs=b_bs, d_bs=so[0] if batch > 1 else 0,
-                   a_ptr=pa, b_ptr=pb, d_ptr=out_ptr, alpha=alpha, beta=beta if vc is not None else 0.0)
+    # The kernel-level problem (gemmlab/problem.py): a column-major out is computed as
+    # out^T = b^T a^T, which is row-major (``swapped``: the problem's A is b, its B is a).
+    prob, swapped = Problem.of_call(M, N, K, batch, va.ptr, sa, ba, vb.ptr, sb, bb, out_ptr, out_strides,
+                                    alpha=alpha, beta=beta if vc is not None else 0.0)
+    refs = {"a": ("b" if swapped else "a", 0), "b": ("a" if swapped else "b", 0), "d": ("out", 0)}
     allow_ws = va.kind != "cai"  # a workspace is allocated with the arrays' framework
     if spec is None:
         from . import dispatch
 
-        choice = dispatch.choose(prob, dev, allow_workspace=allow_ws, config=cfg or None)
+        choice = dispatch.choose(prob, dev, allow_workspace=allow_ws, config=cfg or None,
+                                 precision=precision or "ieee")
     else:
         choice = Choice(spec, cfg, source="explicit")
     if plan_cfg:
@@ -449,14 +447,14 @@ def _build_entry(a, b, c, alpha, beta, out, stage, config, stream, batched) -> _
 # ---- for the benchmark: the same plan, bound to fixed arrays -----------------------------------
 
 def prepare(a, b, c=None, alpha=1.0, beta=0.0, out=None, *, stage="auto", config=None, stream=None,
-            batched=False):
+            batched=False, precision=None):
     """The plan a call would run, and a no-argument callable that enqueues exactly that work on
     these arrays (the workspace, if any, is allocated once and kept by the callable). The
     benchmark times the callable, so the kernels it measures are the ones gemm() runs."""
     alpha, beta = float(alpha), float(beta)
     if out is None:
-        raise ValueError("prepare: pass out= (the callable writes into it every time)")
-    entry, ptrs = _lookup(a, b, c, alpha, beta, out, stage, config, stream, batched)
+        raise ArgumentError("prepare: pass out= (the callable writes into it every time)")
+    entry, ptrs = _lookup(a, b, c, alpha, beta, out, stage, config, stream, batched, precision)
     plan = entry.plan
     if plan is None:
         return None, (lambda: None)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import GemmlabError
+from .errors import ArgumentError, ArgumentTypeError
 
 
 @dataclass
@@ -43,20 +43,23 @@ def _is_cupy(x) -> bool:
 
 
 def view(x, arg: str) -> View:
-    """Describe ``x`` (argument ``arg``) or raise TypeError/ValueError naming it."""
+    """Describe ``x`` (argument ``arg``) or raise ArgumentTypeError/ArgumentError naming it."""
     if _is_torch(x):
         import torch
 
         if x.dtype != torch.float32:
-            raise TypeError(f"{arg}: dtype {x.dtype}, gemmlab computes float32 only; convert with .float()")
+            raise ArgumentTypeError(f"{arg}: dtype {x.dtype}, gemmlab computes float32 only; convert with .float()")
         if not x.is_cuda:
-            raise ValueError(f"{arg}: a host (CPU) tensor; move it to the GPU first (.cuda())")
+            raise ArgumentError(f"{arg}: a host (CPU) tensor; move it to the GPU first (.cuda())")
         return View(x, "torch", x.data_ptr(), tuple(x.shape), tuple(x.stride()), x.device.index)
     if hasattr(x, "__cuda_array_interface__"):
         cai = x.__cuda_array_interface__
+        if not (isinstance(cai, dict) and "shape" in cai and isinstance(cai.get("data"), (tuple, list))):
+            raise ArgumentTypeError(f"{arg}: its __cuda_array_interface__ lacks 'shape' or 'data' (version 3 "
+                                    "of the interface has both)")
         typestr = cai.get("typestr", "")
         if typestr not in ("<f4", "=f4", "f4"):
-            raise TypeError(f"{arg}: dtype {typestr!r}, gemmlab computes float32 ('<f4') only")
+            raise ArgumentTypeError(f"{arg}: dtype {typestr!r}, gemmlab computes float32 ('<f4') only")
         shape = tuple(int(s) for s in cai["shape"])
         ptr, readonly = cai["data"]
         strides = cai.get("strides")
@@ -68,26 +71,32 @@ def view(x, arg: str) -> View:
             strides_e = tuple(reversed(strides_e))
         else:
             if any(s % 4 for s in strides):
-                raise ValueError(f"{arg}: strides {strides} (bytes) are not whole float32 elements")
+                raise ArgumentError(f"{arg}: strides {strides} (bytes) are not whole float32 elements")
             strides_e = tuple(int(s) // 4 for s in strides)
         if _is_cupy(x):
             return View(x, "cupy", int(ptr or 0), shape, strides_e, int(x.device.id), bool(readonly))
         return View(x, "cai", int(ptr or 0), shape, strides_e, getattr(x, "gemmlab_device", None), bool(readonly))
     if hasattr(x, "__array_interface__") or hasattr(x, "__array__"):
-        raise ValueError(f"{arg}: a host array ({type(x).__name__}); gemmlab needs a GPU array "
+        raise ArgumentError(f"{arg}: a host array ({type(x).__name__}); gemmlab needs a GPU array "
                          "(torch CUDA tensor, CuPy array, or anything with __cuda_array_interface__)")
-    raise TypeError(f"{arg}: {type(x).__name__} is not an array gemmlab understands "
+    raise ArgumentTypeError(f"{arg}: {type(x).__name__} is not an array gemmlab understands "
                     "(torch CUDA tensor, CuPy array, or __cuda_array_interface__)")
 
 
 def pointer_device(ptr: int) -> int:
-    """The device ordinal of a device pointer (asks the driver)."""
+    """The device ordinal of a device pointer (asks the driver; NoGPUError without a GPU)."""
+    from . import device
+    from .errors import NoGPUError
+
+    if not device.has_gpu():
+        raise NoGPUError("no CUDA GPU is available: gemm, matmul and gemm_batched need one "
+                         "(the models, sass and explain do not)")
     from cuda.bindings import driver
 
     attr = driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
     err, dev = driver.cuPointerGetAttribute(attr, ptr)
     if err != driver.CUresult.CUDA_SUCCESS:
-        raise ValueError(f"pointer {ptr:#x} is not device memory gemmlab can use ({err})")
+        raise ArgumentError(f"pointer {ptr:#x} is not device memory gemmlab can use ({err})")
     return int(dev)
 
 
@@ -115,7 +124,7 @@ def stream_handle(stream) -> int:
         if hasattr(stream, attr):
             h = getattr(stream, attr)
             return int(h)
-    raise TypeError(f"stream: {type(stream).__name__} is not a CUDA stream")
+    raise ArgumentTypeError(f"stream: {type(stream).__name__} is not a CUDA stream")
 
 
 def empty_like_kind(v: View, shape: tuple, device: int):
@@ -129,5 +138,5 @@ def empty_like_kind(v: View, shape: tuple, device: int):
 
         with cupy.cuda.Device(device):
             return cupy.empty(shape, dtype=cupy.float32)
-    raise GemmlabError("out= is required when the inputs are neither torch tensors nor CuPy arrays "
+    raise ArgumentError("out= is required when the inputs are neither torch tensors nor CuPy arrays "
                        "(gemmlab allocates outputs with the inputs' framework)")

@@ -12,7 +12,9 @@ The call path is one design: **dispatch -> plan cache -> launch**.
   and beta and enqueues each step with one ctypes ``cuLaunchKernel``.
 
 A plan may hold several steps: copy ``c`` into ``out``; repack an operand into a workspace
-(an operand with no unit stride, or rows that are not 16-byte aligned, for the float4/TMA paths);
+(an operand with no unit stride, or rows that are not 16-byte aligned, for the float4/TMA paths;
+the K-major or hi/lo copies of the tensor-core stages: which copies and their layouts are
+gemmlab/problem.py's, the launches are here);
 the GEMM kernel itself; the split-K reduce. Pointers come from *sources*: ``a``, ``b``, ``c``,
 ``out`` (the caller's arrays) and ``ws`` (a workspace the API allocates per call with the
 caller's framework, so it is stream-ordered and graph-capture safe).

@@ -71,6 +71,18 @@ for what in "$@"; do
         python3 -m gemmlab ladder --size $n --stages "s13,s13[split_partials=0],s13[split_partials=0,promote_k=64],s13[block_n=192,split_partials=0,stages=2]" \
           --baselines cublas --out "$RES/s13-variants-$n" 2>&1 | tee "$RES/s13-variants-$n.txt" | tail -8
       done ;;
+    sweep-tf32x3)
+      step "sweep: precision=tf32x3 against cuBLAS FP32, cuBLAS TF32, Triton tf32x3"
+      python3 -m gemmlab sweep --suite issue9 --precision tf32x3 --out "$RES/sweep-tf32x3" 2>&1 | tee "$RES/sweep-tf32x3.txt" | tail -25 ;;
+    transformer-shapes)
+      step "sweep: transformer-layer shapes (the training benchmark's GEMMs), nn/nt/tn"
+      for l in nn nt tn; do
+        python3 -m gemmlab sweep --shapes 4096x2048x512,4096x512x2048,2048x512x4096,512x2048x4096,4096x1536x512,4096x512x512 \
+          --layout $l --out "$RES/sweep-transformer-$l" 2>&1 | tee "$RES/sweep-transformer-$l.txt" | tail -12
+      done ;;
+    profile)
+      step "gemmlab profile: every stage, model against ncu"
+      python3 -m gemmlab profile --all --size 2048,4096 --out "$RES/profile" 2>&1 | tee "$RES/profile.txt" | tail -60 ;;
     ncu-tc)
       step "ncu: s12 and s13 at 4096^3"
       bash scripts/ncu_tensor.sh 2>&1 | tee "$RES/ncu_tensor.txt" | tail -50 ;;

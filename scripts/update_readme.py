@@ -1,11 +1,30 @@
-"""Regenerate the README's results section from results/h200/ (never typed by hand).
+"""Regenerate what the README and docs show from the code and the results (never typed by hand).
 
-    python3 scripts/update_readme.py
+    python3 scripts/update_readme.py             # the results section and every example block
+    python3 scripts/update_readme.py --examples  # the example blocks only
+    python3 scripts/update_readme.py --check     # exit 1 if an example block is out of date
+
+- The README's results section (between ``<!-- results:begin -->`` and ``<!-- results:end -->``)
+  comes from results/h200/.
+- Example blocks, in README.md and docs/*.md, hold what a command prints (no GPU needed)::
+
+      <!-- example: gemmlab sass s11 -->
+      ```
+      ... the command's output, written here by this script ...
+      ```
+      <!-- example:end -->
+
+  ``2>&1`` after the command shows stderr too (an error message); ``| fields K1,K2`` after a
+  ``--json`` command shows only those top-level fields, floats to 4 significant digits.
+  tests/test_docs_examples.py runs every block's command and fails when the text differs.
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import re
+import shlex
 import sys
 from pathlib import Path
 
@@ -86,6 +105,66 @@ def sweep_auto_section() -> list[str]:
     return lines
 
 
+def sweep_precision_section() -> list[str]:
+    """stage="auto" at precision="tf32x3" over the suite (gemmlab sweep --precision tf32x3)."""
+    path = RES / "sweep-tf32x3" / "sweep.json"
+    if not path.is_file():
+        return []
+    doc = report.load(path)
+    rel = path.relative_to(ROOT)
+    return ["### precision=\"tf32x3\": FP32-accurate tensor cores against cuBLAS FP32, by shape", "",
+            f"From `{rel}` (`gemmlab sweep --suite issue9 --precision tf32x3`; times end to end: the hi/lo "
+            "split pre-pass included; every row checked against float64 with the FP32 tolerance first):", "",
+            report.markdown(doc).rstrip(), ""]
+
+
+def accuracy_section() -> list[str]:
+    path = RES / "tf32x3" / "tf32x3_accuracy.json"
+    if not path.is_file():
+        return []
+    doc = json.loads(path.read_text())
+    rel = path.relative_to(ROOT)
+    cols = [c for c in ("cublas_fp32", "s11_ieee", "s13_pk32", "s13_pk64", "s13_pk128", "s13_pk256")
+            if c in doc["rows"][0]]
+    lines = ["### 3xTF32 accuracy against float64", "",
+             f"From `{rel}` (`scripts/tf32x3_accuracy.py`, {doc['size']}x{doc['size']} outputs; relative Frobenius "
+             "error; s13 at several `promote_k`, with its default `split_partials=1`):", "",
+             "| K | data | " + " | ".join(cols) + " |", "| ---: | --- | " + " | ".join("---:" for _ in cols) + " |"]
+    for r in doc["rows"]:
+        lines.append(f"| {r['K']} | {r['data']} | " + " | ".join(f"{r[c]:.2g}" for c in cols) + " |")
+    return lines + [""]
+
+
+def training_section() -> list[str]:
+    from gemmlab.bench import training
+
+    out = []
+    for sub, title in (("training", "TransformerEncoder training step (d_model 512)"),
+                       ("training-2048-tf32x3", "Larger FP32 model (d_model 2048) with precision=\"tf32x3\"")):
+        path = RES / sub / "training.json"
+        if not path.is_file():
+            continue
+        doc = json.loads(path.read_text())
+        rel = path.relative_to(ROOT)
+        out += [f"### {title}", "", f"From `{rel}` (`python -m gemmlab.bench.training`):", "", "```",
+                training.plain(doc).rstrip(), "```", ""]
+    return out
+
+
+def profile_section() -> list[str]:
+    docs = []
+    for path in sorted((RES / "profile").glob("profile-*.json")):
+        d = json.loads(path.read_text())
+        docs.extend(d if isinstance(d, list) else d.get("results", [d]))
+    if not docs:
+        return []
+    from gemmlab.analysis import profile
+
+    return ["### The models against the hardware counters (gemmlab profile)", "",
+            "From `results/h200/profile/` (`gemmlab profile --all --size 2048,4096`; ncu, clocks not locked):", "",
+            profile.format_markdown(docs).rstrip(), ""]
+
+
 def overhead_section() -> list[str]:
     path = RES / "overhead" / "overhead.json"
     if not path.is_file():
@@ -98,9 +177,108 @@ def overhead_section() -> list[str]:
             overhead.plain(doc).rstrip(), "```", ""]
 
 
-def main() -> int:
+# ---- example blocks ----------------------------------------------------------------------------
+
+EXAMPLE = re.compile(r"(?P<head><!-- example: (?P<cmd>.+?) -->\n)(?P<body>.*?)(?P<tail><!-- example:end -->)", re.S)
+EXAMPLE_FILES = ("README.md", "docs/**/*.md")
+
+
+def _rounded(x):
+    if isinstance(x, float):
+        return float(f"{x:.4g}")
+    if isinstance(x, dict):
+        return {k: _rounded(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_rounded(v) for v in x]
+    return x
+
+
+def run_gemmlab(argv: list[str], stderr: bool = False) -> str:
+    """What ``gemmlab ARGV`` prints (stdout, and stderr after it when asked), run in this process."""
+    from gemmlab import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            cli.main(argv)
+        except SystemExit:
+            pass
+    return out.getvalue() + (err.getvalue() if stderr else "")
+
+
+def example_text(cmd: str) -> str:
+    """The fenced block an example's command produces."""
+    command, _, filt = (part.strip() for part in cmd.partition("|"))
+    argv = shlex.split(command)
+    stderr = argv[-1:] == ["2>&1"]
+    if stderr:
+        argv = argv[:-1]
+    if argv[:1] != ["gemmlab"]:
+        raise ValueError(f"example {cmd!r}: the command must start with gemmlab")
+    text = run_gemmlab(argv[1:], stderr)
+    if filt:
+        name, _, arg = filt.partition(" ")
+        if name != "fields":
+            raise ValueError(f"example {cmd!r}: the only filter is '| fields K1,K2,...'")
+        doc = json.loads(text)
+        keys = [k.strip() for k in arg.split(",") if k.strip()]
+        missing = [k for k in keys if k not in doc]
+        if missing:
+            raise ValueError(f"example {cmd!r}: no field(s) {', '.join(missing)} in the output")
+        text = "{" + ",\n ".join(f"{json.dumps(k)}: {json.dumps(_rounded(doc[k]))}" for k in keys) + "}\n"
+    lang = "json" if "--json" in argv else ""
+    return f"```{lang}\n{text.rstrip()}\n```\n"
+
+
+def example_files() -> list[Path]:
+    files = []
+    for pattern in EXAMPLE_FILES:
+        files += sorted(ROOT.glob(pattern))
+    return files
+
+
+def update_examples(path: Path, check: bool = False) -> list[str]:
+    """Rewrite the example blocks of ``path`` (or, with ``check``, only list the stale ones)."""
+    text = path.read_text()
+    stale = []
+
+    def fill(m):
+        want = example_text(m.group("cmd"))
+        if m.group("body") != want:
+            stale.append(f"{path.relative_to(ROOT)}: {m.group('cmd')}")
+        return m.group("head") + want + m.group("tail")
+
+    new = EXAMPLE.sub(fill, text)
+    if not check and new != text:
+        path.write_text(new)
+    return stale
+
+
+def examples(check: bool = False) -> list[str]:
+    stale = []
+    for path in example_files():
+        stale += update_examples(path, check)
+    return stale
+
+
+def main(argv=None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if "--check" in args:
+        stale = examples(check=True)
+        for line in stale:
+            print(f"stale example: {line} (python3 scripts/update_readme.py --examples)", file=sys.stderr)
+        return 1 if stale else 0
+    if "--examples" not in args:
+        results_section()
+    for line in examples():
+        print(f"updated {line}", file=sys.stderr)
+    return 0
+
+
+def results_section() -> None:
     parts = ["## Results on the H200", ""]
-    parts += sweep_auto_section() + overhead_section()
+    parts += sweep_auto_section() + sweep_precision_section() + accuracy_section() + overhead_section()
+    parts += training_section()
     parts += ladder_section(RES / "ladder-4096" / "ladder.json", "The ladder at 4096³")
     parts += ladder_section(RES / "ladder-8192" / "ladder.json", "The ladder at 8192³")
     sweep = RES / "sweep" / "ladder.png"
@@ -109,13 +287,12 @@ def main() -> int:
         commit = (report.load(sweep_json)["provenance"].get("git") or {}).get("commit")
         parts += ["### TFLOPS against size", "", f"![sweep]({sweep.relative_to(ROOT)})", "",
                   f"(`{sweep_json.relative_to(ROOT)}`, commit {commit})", ""]
-    parts += bank_section() + ncu_section()
+    parts += bank_section() + ncu_section() + profile_section()
     readme = ROOT / "README.md"
     text = readme.read_text()
     new = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), BEGIN + "\n" + "\n".join(parts) + "\n" + END,
                  text, flags=re.S)
     readme.write_text(new)
-    return 0
 
 
 if __name__ == "__main__":

@@ -62,7 +62,7 @@ def test_c_and_out_shapes():
 def test_mixed_devices():
     a, b, _ = mats()
     with pytest.raises(ValueError, match=r"mixed devices: a on cuda:0, b on cuda:1"):
-        gemmlab.gemm(a, FakeArray((3, 5), device=1))
+        gemmlab.gemm(a, FakeArray((3, 5), device=1), out=FakeArray((4, 5)))
     with pytest.raises(ValueError, match=r"mixed devices: .*out on cuda:2"):
         gemmlab.gemm(a, b, out=FakeArray((4, 5), device=2))
 
@@ -143,3 +143,67 @@ def test_valid_call_without_gpu_says_so():
     a, b, c = mats()
     with pytest.raises(NoGPUError, match="no CUDA GPU"):
         gemmlab.gemm(a, b, out=c, stage="s01")
+
+
+# ---- inputs a newcomer tries first; every error catchable as GemmlabError ------------------------
+
+class OnlyInterface:
+    """Nothing but ``__cuda_array_interface__`` (no .shape, no .ndim): the README says these work."""
+
+    def __init__(self, shape, ptr):
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": "<f4", "data": (ptr, False), "version": 3}
+
+
+def test_a_list_as_a_names_the_argument():
+    b = FakeArray((3, 5))
+    for fn in (gemmlab.matmul, gemmlab.gemm, gemmlab.gemm_batched):
+        with pytest.raises(gemmlab.ArgumentTypeError, match=r"^a: list is not an array gemmlab understands"):
+            fn([[1.0, 2.0, 3.0]], b)
+    with pytest.raises(TypeError):          # still a TypeError for code that catches those
+        gemmlab.matmul([[1.0]], b)
+
+
+def test_an_object_with_only_the_interface_gets_to_the_real_checks(monkeypatch):
+    a, b = OnlyInterface((4, 3), 1 << 40), OnlyInterface((3, 5), 2 << 40)
+    with pytest.raises(gemmlab.ArgumentError, match=r"out= is required"):
+        gemmlab.matmul(a, b)
+    with pytest.raises(gemmlab.ArgumentError, match=r"shape mismatch: a is 4x3 but b is 5x3"):
+        gemmlab.matmul(a, OnlyInterface((5, 3), 3 << 40), out=OnlyInterface((4, 3), 4 << 40))
+    with pytest.raises(gemmlab.ArgumentTypeError, match=r"^b: its __cuda_array_interface__ lacks 'shape'"):
+        class Broken:
+            __cuda_array_interface__ = {"typestr": "<f4"}
+        gemmlab.matmul(a, Broken(), out=OnlyInterface((4, 5), 4 << 40))
+
+
+def test_out_without_a_gpu_is_no_gpu_error(monkeypatch):
+    """The pointers' device is asked of the driver only after every other check, and without a
+    GPU that is NoGPUError, not a failure to load libcuda."""
+    monkeypatch.setattr(device, "has_gpu", lambda: False)
+    a, b, out = OnlyInterface((4, 3), 1 << 40), OnlyInterface((3, 5), 2 << 40), OnlyInterface((4, 5), 3 << 40)
+    for call in (lambda: gemmlab.matmul(a, b, out=out), lambda: gemmlab.gemm(a, b, out=out)):
+        with pytest.raises(NoGPUError, match=r"^no CUDA GPU is available"):
+            call()
+    with pytest.raises(gemmlab.ArgumentError, match=r"out overlaps a"):  # argument errors still come first
+        gemmlab.gemm(a, b, out=OnlyInterface((4, 5), 1 << 40))
+
+
+@pytest.mark.parametrize("call, kind", [
+    (lambda a, b, c: gemmlab.gemm(FakeArray((4, 3), typestr="<f8"), b), TypeError),
+    (lambda a, b, c: gemmlab.gemm(np.zeros((4, 3), np.float32), b), ValueError),
+    (lambda a, b, c: gemmlab.gemm(a, FakeArray((7, 5))), ValueError),
+    (lambda a, b, c: gemmlab.gemm(FakeArray((2, 4, 3)), b), ValueError),
+    (lambda a, b, c: gemmlab.gemm(a, b, out=FakeArray((4, 5), readonly=True)), ValueError),
+    (lambda a, b, c: gemmlab.gemm(a, b, out=c, alpha="two"), TypeError),
+    (lambda a, b, c: gemmlab.gemm(a, b, out=c, stage="fastest"), ValueError),
+    (lambda a, b, c: gemmlab.gemm(a, b, out=c, stage="s01", config={"tile": 3}), ValueError),
+    (lambda a, b, c: gemmlab.gemm(a, b, out=c, config={"split_k": 0}), ValueError),
+    (lambda a, b, c: gemmlab.gemm(a, b), ValueError),
+    (lambda a, b, c: gemmlab.gemm(a, b, out=c, stream=object()), TypeError),
+])
+def test_every_argument_error_is_a_gemmlab_error(call, kind, monkeypatch):
+    monkeypatch.setattr(device, "has_gpu", lambda: False)
+    a, b, c = mats()
+    with pytest.raises(gemmlab.GemmlabError) as e:
+        call(a, b, c)
+    assert isinstance(e.value, kind), type(e.value).__mro__
+    assert isinstance(e.value, (gemmlab.ArgumentError, gemmlab.ArgumentTypeError, NoGPUError)), type(e.value)

@@ -56,10 +56,12 @@ def test_report_of_a_bad_file_says_why(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"schema": "gemmlab.ladder/1"}')
     r = gemmlab("report", str(bad))
-    assert r.returncode == 1
-    assert r.stderr.startswith("gemmlab: ladder.json does not follow the schema")
+    assert r.returncode == 2
+    assert r.stderr.startswith(f"gemmlab: {bad} does not follow the gemmlab.ladder/1 schema (10 problems): "
+                               "missing top-level field 'kind'")
+    assert len(r.stderr.strip().splitlines()) == 1 and "... and 7 more" in r.stderr
     r = gemmlab("report", str(tmp_path / "missing.json"))
-    assert r.returncode == 1 and "no such file" in r.stderr
+    assert r.returncode == 2 and "no such file" in r.stderr
 
 
 def test_bench_modules_import_without_torch_cupy_or_triton():

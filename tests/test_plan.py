@@ -7,10 +7,9 @@ import threading
 
 import pytest
 
-from gemmlab.plan import _needs_repack
+from gemmlab.heuristics import model, space
 from gemmlab.stages import get
 from gemmlab.stages.base import Problem
-from gemmlab.tune import model, space
 
 LAYOUTS = ["nn", "nt", "tn", "tt"]
 
@@ -28,14 +27,14 @@ def test_k_slices_are_whole_32s_and_cover_k(K, split, expect):
 
 def test_repack_rule():
     aligned = Problem.dense(256, 256, 256, a_ptr=1 << 20, b_ptr=2 << 20, d_ptr=3 << 20)
-    assert not _needs_repack(aligned, "a", True) and not _needs_repack(aligned, "b", True)
+    assert not aligned.operand("a").needs_repack(True) and not aligned.operand("b").needs_repack(True)
     odd = Problem.dense(255, 257, 255, a_ptr=1 << 20, b_ptr=2 << 20, d_ptr=3 << 20)  # rows of 255/257 floats
-    assert _needs_repack(odd, "a", True) and _needs_repack(odd, "b", True)
-    assert not _needs_repack(odd, "a", False)  # unit stride: readable as it is by the scalar path
+    assert odd.operand("a").needs_repack(True) and odd.operand("b").needs_repack(True)
+    assert not odd.operand("a").needs_repack(False)  # unit stride: readable as it is by the scalar path
     shifted = Problem.dense(256, 256, 256, a_ptr=(1 << 20) + 4, b_ptr=2 << 20, d_ptr=3 << 20)
-    assert _needs_repack(shifted, "a", True) and not _needs_repack(shifted, "b", True)
+    assert shifted.operand("a").needs_repack(True) and not shifted.operand("b").needs_repack(True)
     strided = Problem(M=8, N=8, K=8, a_rs=16, a_cs=2, b_rs=8, b_cs=1, ldd=8, a_ptr=1 << 20, b_ptr=2 << 20)
-    assert _needs_repack(strided, "a", False)  # no unit stride: always copied for float4 stages
+    assert strided.operand("a").needs_repack(False)  # no unit stride: always copied for float4 stages
 
 
 def test_reduce_kernel_compiles_vectorized():
@@ -290,14 +289,14 @@ def test_transpose_kernel_compiles():
 
 
 def test_dispatch_transposes_large_k_major_b(monkeypatch):
-    from gemmlab import dispatch
+    from gemmlab.heuristics import should_repack
 
     big_nt = Problem.dense(2048, 2048, 2048, "nt", a_ptr=1 << 20, b_ptr=2 << 20, d_ptr=3 << 20)
-    assert dispatch.should_repack(big_nt)
+    assert should_repack(big_nt)
     small_nt = Problem.dense(256, 2048, 2048, "nt", a_ptr=1 << 20, b_ptr=2 << 20, d_ptr=3 << 20)
-    assert not dispatch.should_repack(small_nt)  # M/4 FLOP per copied byte: too few
+    assert not should_repack(small_nt)  # M/4 FLOP per copied byte: too few
     big_tn = Problem.dense(2048, 2048, 2048, "tn", a_ptr=1 << 20, b_ptr=2 << 20, d_ptr=3 << 20)
-    assert not dispatch.should_repack(big_tn)  # B already N-major
+    assert not should_repack(big_tn)  # B already N-major
 
 
 @pytest.mark.gpu

@@ -20,6 +20,7 @@ import pytest
 
 from gemmlab.errors import ConfigError
 from gemmlab.stages import all_stages, extra_stages, get
+from gemmlab.heuristics import skinny as choice
 from gemmlab.stages import skinny
 from gemmlab.stages.base import Problem
 
@@ -48,8 +49,8 @@ def test_registered_outside_the_ladder():
 
 
 def test_applies():
-    assert skinny.applies(1, 4096) and skinny.applies(4096, 16) and skinny.applies(16, 16)
-    assert not skinny.applies(17, 17) and not skinny.applies(4096, 4096)
+    assert choice.applies(1, 4096) and choice.applies(4096, 16) and choice.applies(16, 16)
+    assert not choice.applies(17, 17) and not choice.applies(4096, 4096)
 
 
 @pytest.mark.parametrize("override,message", [
@@ -160,7 +161,7 @@ HEADLINE = [(1, 4096, 4096), (4096, 1, 4096), (16, 8192, 8192), (8192, 16, 8192)
 
 def _launch(cfg, split, p, sms=132):
     r = skinny.renamed(p, cfg["small_dim"])
-    tiles = skinny.tiles_of(cfg, r, p.batch)
+    tiles = choice.tiles_of(cfg, r, p.batch)
     k_split = -(-(-(-p.K // split)) // 32) * 32 if split > 1 else p.K  # what the host computes
     slices = -(-p.K // k_split) if split > 1 else 1
     return tiles, k_split, slices
@@ -171,14 +172,14 @@ def _launch(cfg, split, p, sms=132):
                                                (1, 1, 4096), (2, 65536, 1024)])
 def test_choose_gives_legal_configs_and_enough_blocks(layout, M, N, K):
     p = dense(M, N, K, layout)
-    cfg, split = skinny.choose(p, 132)
+    cfg, split = choice.choose(p, 132)
     assert S.constraints(cfg) == [] and all(cfg.values())
     assert S.fallback(cfg, p) is None
     tiles, k_split, slices = _launch(cfg, split, p)
     assert slices == split, "choose returns the number of slices the host will run"
     wave = 132 * S.blocks_per_sm(cfg)
     if split > 1:
-        assert k_split % 32 == 0 and k_split >= skinny.MIN_K_SPLIT
+        assert k_split % 32 == 0 and k_split >= choice.MIN_K_SPLIT
         assert tiles * split <= wave, "split-K fills at most one wave (no idle partial second wave)"
         assert 4 * tiles < 3 * wave, "split-K only when the tiles alone leave a quarter of the wave empty"
     if M * N >= 4096 and K >= 4096:
@@ -191,22 +192,22 @@ def test_choose_gives_legal_configs_and_enough_blocks(layout, M, N, K):
 
 def test_choose_headline_splits():
     # GEMV, B row-major: 128 tiles of 32 columns, 768 threads = 96 k groups each, no split-K.
-    cfg, split = skinny.choose(dense(1, 4096, 4096), 132)
+    cfg, split = choice.choose(dense(1, 4096, 4096), 132)
     assert (cfg["algo"], cfg["block_big"], cfg["threads"], cfg["k_groups"], split) == (1, 32, 768, 96, 1)
     # GEMV, A row-major (y = A x): a warp per 8 rows and 4 warps splitting k, 256 tiles, no split-K.
-    cfg, split = skinny.choose(dense(4096, 1, 4096), 132)
+    cfg, split = choice.choose(dense(4096, 1, 4096), 132)
     assert (cfg["algo"], cfg["small_dim"], cfg["k_groups"], split) == (2, 2, 4, 1)
     # N small, A row-major: a warp per 4 rows, 256 tiles already fill the GPU.
-    cfg, split = skinny.choose(dense(8192, 16, 8192), 132)
+    cfg, split = choice.choose(dense(8192, 16, 8192), 132)
     assert (cfg["algo"], cfg["small_dim"], cfg["k_groups"], split) == (2, 2, 1, 1)
     # Few tiles: split-K, at most one wave, slices of at least MIN_K_SPLIT.
-    cfg, split = skinny.choose(dense(3, 129, 4000), 132)
-    assert split > 1 and skinny.tiles_of(cfg, skinny.renamed(dense(3, 129, 4000), 1), 1) * split <= 132
+    cfg, split = choice.choose(dense(3, 129, 4000), 132)
+    assert split > 1 and choice.tiles_of(cfg, skinny.renamed(dense(3, 129, 4000), 1), 1) * split <= 132
     # Batched: the batch gives the blocks.
-    assert skinny.choose(dense(1, 4096, 4096, batch=64), 132)[1] == 1
+    assert choice.choose(dense(1, 4096, 4096, batch=64), 132)[1] == 1
     # Short K is never split below MIN_K_SPLIT.
-    assert skinny.choose(dense(1, 64, 100), 132)[1] == 1
-    assert skinny.choose(dense(1, 64, 300), 132)[1] == 2
+    assert choice.choose(dense(1, 64, 100), 132)[1] == 1
+    assert choice.choose(dense(1, 64, 300), 132)[1] == 2
 
 
 # ---- compiled SASS -----------------------------------------------------------------------------
@@ -221,7 +222,7 @@ def _auto_cases():
     seen = set()
     for M, N, K in HEADLINE:
         for layout in LAYOUTS:
-            cfg, _ = skinny.choose(dense(M, N, K, layout), 132)
+            cfg, _ = choice.choose(dense(M, N, K, layout), 132)
             key = tuple(sorted(cfg.items()))
             if key not in seen:
                 seen.add(key)
@@ -694,7 +695,7 @@ def test_kernel_source_on_the_cpu(emulator, shape, layout, config, opts):
 def test_headline_configs_on_the_cpu(emulator, M, N, K, layout):
     """The instantiation choose() runs on each headline shape, on the shape cut to at most 1024
     along M and N and K = 1000 (several stages and a partial one)."""
-    cfg, _ = skinny.choose(dense(M, N, K, layout), 132)
+    cfg, _ = choice.choose(dense(M, N, K, layout), 132)
     emulate(emulator, min(M, 1024), min(N, 1024), 1000, layout, cfg, orders=(0,))
 
 
@@ -851,7 +852,7 @@ def test_gpu_column_major_out_and_in_place():
 @pytest.mark.gpu
 @pytest.mark.parametrize("M,N,K", [(1, 4096, 4096), (8192, 16, 8192)])
 def test_gpu_auto_runs_skinny(monkeypatch, capsys, M, N, K):
-    """stage="auto" hands skinny shapes to this kernel (dispatch.py, with choose()'s split)."""
+    """stage="auto" hands skinny shapes to this kernel (heuristics/skinny.py, with choose()'s split)."""
     import torch
 
     import gemmlab

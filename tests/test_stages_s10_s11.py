@@ -8,7 +8,7 @@ from gemmlab.errors import ConfigError
 from gemmlab.stages import get
 from gemmlab.stages import s11_tma, tensor_map
 from gemmlab.stages.base import Problem
-from gemmlab.stages.s10_cp_async import a_k_major, b_n_major, operands_vec_aligned, swizzle_chunk
+from gemmlab.stages.s10_cp_async import swizzle_chunk
 
 S10, S11 = get("s10"), get("s11")
 ALIGNED = 1 << 40  # a fake 16-byte-aligned device address
@@ -81,15 +81,15 @@ def test_vec_needs_aligned_rows_not_d():
     # Batched: the batch stride must keep every batch's rows aligned.
     p = Problem(64, 64, 64, 64, 1, 64, 1, 64, batch=2, a_bs=64 * 64 + 1, b_bs=0, d_bs=64 * 64,
                 a_ptr=ALIGNED, b_ptr=ALIGNED, d_ptr=ALIGNED)
-    assert not operands_vec_aligned(p)
+    assert not p.operands_aligned()
 
 
 def test_degenerate_strides_pick_the_usable_layout():
     # A is M x 1 with both strides 1 (K == 1): kept M-major; a 1 x K row is kept K-major.
-    assert not a_k_major(Problem(8, 8, 1, 1, 1, 8, 1, 8))
-    assert a_k_major(Problem(1, 8, 8, 1, 1, 8, 1, 8))
-    assert b_n_major(Problem(8, 8, 1, 1, 1, 1, 1, 8))
-    assert not b_n_major(Problem(8, 1, 8, 8, 1, 1, 1, 1))
+    assert not Problem(8, 8, 1, 1, 1, 8, 1, 8).a_k_major
+    assert Problem(1, 8, 8, 1, 1, 8, 1, 8).a_k_major
+    assert Problem(8, 8, 1, 1, 1, 1, 1, 8).b_n_major
+    assert not Problem(8, 1, 8, 8, 1, 1, 1, 1).b_n_major
 
 
 # ---- s11 -> s10 fallback --------------------------------------------------------------------------

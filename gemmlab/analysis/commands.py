@@ -2,21 +2,22 @@
 model against ncu on the GPU)."""
 from __future__ import annotations
 
-import sys
-
-from ..cli import emit_json, parse_config
+from ..cli import emit_json, parse_config, positive_int
 
 
 def register(sub) -> None:
     p = sub.add_parser("explain", help="traffic, intensity, occupancy, waves, shared-memory banks and the "
                                        "predicted bound of a stage (no GPU needed)")
-    p.add_argument("stage")
+    p.add_argument("stage", help="a stage id or name (gemmlab stages lists them)")
     p.add_argument("--config", help="KEY=VALUE,... overriding the stage's defaults")
-    p.add_argument("--size", type=int, default=4096, help="M = N = K of the modelled problem (default 4096)")
-    p.add_argument("--arch", default="sm_90")
-    p.add_argument("--sms", type=int, default=None, help="number of SMs (default: the arch table's, 132 on sm_90)")
+    p.add_argument("--size", default="4096", help="M = N = K of the modelled problem (default 4096)")
+    p.add_argument("--arch", default="sm_90", help="the target (default sm_90; the models have tables for "
+                                                   "sm_90, sm_80, sm_86 and sm_89)")
+    p.add_argument("--sms", default=None, help="number of SMs (default: the arch table's, 132 on sm_90)")
     p.add_argument("--bank-model", choices=("notes", "hardware"), default=None,
-                   help="shared-memory bank rules: the notes' (default) or the hardware reading")
+                   help="shared-memory bank rules: 'hardware' (what the H200 measures: results/h200/"
+                        "bank_probe.json) or 'notes' (the notes' merging rules, 000 §8); default: "
+                        "$GEMMLAB_BANK_MODEL if set, else hardware")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_explain)
 
@@ -30,15 +31,16 @@ def register(sub) -> None:
 
 
 def cmd_explain(args) -> int:
-    from . import explain
+    from ..cli import arch_arg, stage_arg
+    from . import explain, occupancy
 
-    if args.size <= 0:
-        raise SystemExit("gemmlab: --size must be positive")
-    try:
-        rep = explain.report(args.stage, parse_config(args.config), args.size, args.arch, args.bank_model, args.sms)
-    except ValueError as e:  # ConfigError included: say what was wrong, no traceback
-        print(f"gemmlab: {e}", file=sys.stderr)
-        return 1
+    size = positive_int("--size", args.size)
+    sms = None if args.sms is None else positive_int("--sms", args.sms)
+    spec = stage_arg(args.stage, "explain")
+    config = parse_config(args.config)
+    cfg = spec.config(config)  # ConfigError (exit 2) names the key
+    arch = arch_arg(args.arch, spec, cfg, known=tuple(occupancy.ARCHES))
+    rep = explain.report(spec.id, config, size, arch, args.bank_model, sms)
     if args.json:
         emit_json(rep)
     else:
@@ -47,9 +49,15 @@ def cmd_explain(args) -> int:
 
 
 def cmd_bank_probe(args) -> int:
-    from ..cli import need_gpu
+    from ..cli import need_gpu, usage_error
     from . import bank_probe
 
+    if args.patterns:  # the arguments first, then the GPU
+        known = {p.name for p in bank_probe.all_patterns(stages=not args.no_stages)}
+        unknown = sorted(set(t.strip() for t in args.patterns.split(",")) - known)
+        if unknown:
+            usage_error(f"--patterns: unknown {', '.join(unknown)}; python -m gemmlab.analysis.bank_probe --list "
+                        "lists the patterns")
     need_gpu()
     argv = ["--out", args.out]
     if args.patterns:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 
 from . import banks, occupancy, sass, traffic, waves
-from ..stages.base import Problem
+from ..problem import Problem
 
 
 def thread_tile(spec, cfg: dict) -> tuple[int, int]:

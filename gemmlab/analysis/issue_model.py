@@ -320,7 +320,7 @@ def stage_model(stage_id: str, M: int, N: int, K: int, config: dict | None = Non
     """Compile ``stage_id`` at ``config`` (no GPU) and run :func:`for_stage` on it."""
     from ..api import kernel_for
     from ..stages import get as get_stage
-    from ..stages.base import Problem, k_slices
+    from ..problem import Problem, k_slices
     from . import banks, occupancy
     from .explain import tile_from_addressing
 

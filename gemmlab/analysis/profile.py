@@ -603,7 +603,7 @@ def precompile(jobs: list[dict], log=print) -> None:
     """Compile every named stage's kernel here so the child loads it from the disk cache."""
     from ..api import kernel_for
     from ..stages import get
-    from ..stages.base import Problem
+    from ..problem import Problem
 
     for job in jobs:
         if job["stage"] == "auto":
@@ -681,7 +681,7 @@ def _kernel_name(job: dict) -> str | None:
     if job["stage"] == "auto":
         return None
     from ..stages import get
-    from ..stages.base import Problem
+    from ..problem import Problem
 
     spec = get(job["stage"])
     cfg = spec.config(job.get("config"))

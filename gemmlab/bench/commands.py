@@ -2,12 +2,12 @@
 ``report`` (no GPU). See docs/benchmark.md, docs/dispatch.md (sweep) and docs/torch.md."""
 from __future__ import annotations
 
-import re
-
 import json
+import re
 import sys
 from pathlib import Path
 
+from ..cli import need_gpu, positive_int, usage_error
 from . import stats
 from .timing import Policy
 
@@ -20,7 +20,7 @@ def register(sub) -> None:
                                    "torch and CuPy, Triton), on N x N x N; check each against float64, then "
                                    "time it. Prints one progress line per candidate to stderr and the table "
                                    "to stdout.")
-    p.add_argument("--size", type=int, default=None, help="N for an N³ problem (default 4096)")
+    p.add_argument("--size", default=None, help="N for an N³ problem (default 4096)")
     p.add_argument("--sizes", default=None, help="a sweep: 256,512,1024 or 256..8192 or 256,512,...,8192 (doubling)")
     _common(p)
     p.set_defaults(func=cmd_ladder)
@@ -30,9 +30,9 @@ def register(sub) -> None:
                                    "gemmlab bench --overhead: host and end-to-end time per call of "
                                    "gemmlab.matmul, torch.ops.gemmlab.mm and torch.mm at small sizes, and the "
                                    "public API against torch.mm (and the kernel alone) at 4096³.")
-    p.add_argument("M", type=int, nargs="?")
-    p.add_argument("N", type=int, nargs="?")
-    p.add_argument("K", type=int, nargs="?")
+    p.add_argument("M", nargs="?", help="rows of A and D")
+    p.add_argument("N", nargs="?", help="columns of B and D")
+    p.add_argument("K", nargs="?", help="columns of A, rows of B")
     p.add_argument("--stage", action="append", dest="stage_list", metavar="S",
                    help="a stage id or name (repeat, or comma-separated); default every stage")
     g = p.add_argument_group("--overhead", "the cost of one call (no M N K; --out writes overhead.json)")
@@ -46,7 +46,8 @@ def register(sub) -> None:
                    help="with --overhead: timed loops per row, the median is reported (default 5)")
     g.add_argument("--api-size", type=int, default=None,
                    help="with --overhead: N of the api_vs_kernel row (default 4096; 0 leaves it out)")
-    _common(p, stages_flag=False)
+    _common(p, stages_flag=False, stem="bench", out_help="write bench.json, bench.csv and bench.png there "
+                                                        "(with --overhead: overhead.json)")
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("sweep", help="gemmlab's stage='auto' against cuBLAS and Triton over a suite of shapes (GPU)",
@@ -57,25 +58,36 @@ def register(sub) -> None:
     p.add_argument("--suite", default=None, help="issue9 (default), squares or all (gemmlab/tune/suites.py)")
     p.add_argument("--shapes", default=None, metavar="SPEC",
                    help="instead of --suite: comma-separated MxNxK (suite names allowed)")
-    _common(p, stages_flag=False, baselines_default="cublas,triton", stem="sweep")
+    p.add_argument("--precision", choices=("ieee", "tf32", "tf32x3"), default="ieee",
+                   help="gemmlab's precision= (default ieee); tf32 and tf32x3 add the cuBLAS TF32 baseline and, "
+                        "for tf32x3, Triton's tf32x3 where it is installed")
+    _common(p, stages_flag=False, baselines_default=None, stem="sweep")
     p.set_defaults(func=cmd_sweep)
 
-    p = sub.add_parser("report", help="a table from a ladder.json (no GPU)")
-    p.add_argument("file", help="ladder.json written by gemmlab ladder --out")
-    p.add_argument("--markdown", action="store_true", help="the README's markdown table")
-    p.add_argument("--csv", action="store_true", help="CSV (CUTLASS profiler column names) instead")
+    p = sub.add_parser("report", help="a table from a ladder.json, bench.json, sweep.json or overhead.json (no GPU)",
+                       description="Print the table of a document that gemmlab ladder, bench or sweep wrote with "
+                                   "--out (ladder.json, bench.json, sweep.json), or of bench --overhead's "
+                                   "overhead.json.")
+    p.add_argument("file", help="ladder.json, bench.json or sweep.json (gemmlab ladder/bench/sweep --out DIR), "
+                                "or overhead.json (gemmlab bench --overhead --out DIR)")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--markdown", action="store_true", help="the README's markdown table")
+    fmt.add_argument("--csv", action="store_true", help="CSV (CUTLASS profiler column names) instead")
     p.add_argument("--plot", metavar="PNG", help="also draw the plot into PNG")
     p.set_defaults(func=cmd_report)
 
 
-def _common(p, stages_flag: bool = True, baselines_default: str = "cublas,cupy,triton", stem: str = "ladder") -> None:
+def _common(p, stages_flag: bool = True, baselines_default: str = "cublas,cublas_tf32,cupy,triton", stem: str = "ladder",
+            out_help: str | None = None) -> None:
     if stages_flag:
         p.add_argument("--stages", default=None, help="comma-separated stage ids or names (default: all)")
     p.add_argument("--layout", choices=LAYOUTS, default="nn",
                    help="A and B storage: n row-major, t column-major (default nn)")
     p.add_argument("--baselines", default=baselines_default,
-                   help=f"comma-separated subset of cublas,cupy,triton, or none (default: {baselines_default})")
-    p.add_argument("--out", metavar="DIR", help=f"write {stem}.json, {stem}.csv and {stem}.png there")
+                   help="comma-separated subset of cublas,cublas_tf32,cupy,triton,triton_tf32x3, or none (default: "
+                        + (baselines_default or "by --precision: cublas,triton; tf32 adds cublas_tf32; tf32x3: "
+                           "cublas,cublas_tf32,triton_tf32x3") + ")")
+    p.add_argument("--out", metavar="DIR", help=out_help or f"write {stem}.json, {stem}.csv and {stem}.png there")
     p.add_argument("--json", action="store_true", help="print the JSON document to stdout instead of the table")
     p.add_argument("--target-seconds", type=float, default=Policy.target_seconds,
                    help=f"timed kernel work per candidate (default {Policy.target_seconds})")
@@ -86,7 +98,7 @@ def _common(p, stages_flag: bool = True, baselines_default: str = "cublas,cupy,t
     p.add_argument("--max-reps", type=int, default=Policy.max_reps, help=f"default {Policy.max_reps}")
     p.add_argument("--no-kernel-names", action="store_true",
                    help="do not run the torch profiler to learn cuBLAS's kernel name")
-    p.add_argument("--device", type=int, default=0, help="CUDA device index (default 0)")
+    p.add_argument("--device", default="0", help="CUDA device index (default 0)")
 
 
 def _split(text) -> list[str]:
@@ -99,38 +111,71 @@ def _split(text) -> list[str]:
 
 
 def _baselines(text: str) -> tuple:
+    from .baselines import NAMES
+
     names = _split(text)
     if names == ["none"]:
         return ()
-    from .baselines import NAMES
-
     bad = [n for n in names if n not in NAMES]
-    if bad:
-        raise SystemExit(f"gemmlab: --baselines {text!r}: unknown {', '.join(bad)}; use {','.join(NAMES)} or none")
+    if bad or not names:
+        usage_error(f"--baselines {text!r}: unknown {', '.join(bad) or 'empty list'}; use a comma-separated "
+                    f"subset of {','.join(NAMES)}, or none")
     return tuple(names)
 
 
 def _policy(args) -> Policy:
-    if args.target_seconds <= 0 or args.max_seconds <= 0 or args.min_reps < 1 or args.max_reps < args.min_reps:
-        raise SystemExit("gemmlab: --target-seconds and --max-seconds must be > 0, 1 <= --min-reps <= --max-reps")
+    if not args.target_seconds > 0:
+        usage_error(f"--target-seconds {args.target_seconds:g}: must be > 0")
+    if not args.max_seconds > 0:
+        usage_error(f"--max-seconds {args.max_seconds:g}: must be > 0")
+    if args.min_reps < 1:
+        usage_error(f"--min-reps {args.min_reps}: must be >= 1")
+    if args.max_reps < args.min_reps:
+        usage_error(f"--max-reps {args.max_reps}: must be >= --min-reps ({args.min_reps})")
     return Policy(target_seconds=args.target_seconds, max_seconds=args.max_seconds,
                   min_reps=args.min_reps, max_reps=args.max_reps)
 
 
-def _run(args, problems, stage_ids, kind: str) -> int:
-    from ..cli import need_gpu
+def _stages(ids, option: str = "--stages") -> None:
+    """Unknown stage ids and bad configs fail here, before the GPU is looked for."""
+    from ..errors import ConfigError
+    from . import ladder
 
+    for token in ids:
+        try:
+            ladder.select_stages([token])
+        except ConfigError as e:  # unknown stage, bad config key or value
+            usage_error(f"{option}: {e}".replace("(or 'auto')", "(or tuned: stage='auto')"))
+        except ValueError as e:  # a malformed STAGE[KEY=VALUE,...]
+            why = "config values are integers" if "invalid literal" in str(e) else str(e)
+            usage_error(f"{option} {token!r}: {why}")
+
+
+def _device_arg(args) -> int:
+    return positive_int("--device", args.device, minimum=0)
+
+
+def _check_device(index: int) -> None:
+    from .. import device
+
+    n = device.device_count()
+    if index >= n:
+        usage_error(f"--device {index}: this machine has {n} GPU(s) (0..{n - 1})")
+
+
+def _run(args, problems, stage_ids, kind: str) -> int:
+    baselines = _baselines(args.baselines)
+    policy = _policy(args)
+    dev = _device_arg(args)
+    if stage_ids:
+        _stages(stage_ids, "--stage" if kind == "bench" else "--stages")
     need_gpu()
+    _check_device(dev)
     from . import ladder
 
     settings = ladder.Settings(problems=problems, layout=args.layout, stages=stage_ids or None,
-                               baselines=_baselines(args.baselines), policy=_policy(args), device=args.device,
+                               baselines=baselines, policy=policy, device=dev,
                                kernel_names=not args.no_kernel_names, kind=kind)
-    if stage_ids:
-        try:
-            ladder.select_stages(stage_ids)  # unknown ids and bad configs fail here, before any GPU work
-        except ValueError as e:
-            raise SystemExit(f"gemmlab: {e}") from None
     doc = ladder.run(settings)
     if args.out:
         write_outputs(doc, args.out, stem=kind)
@@ -154,21 +199,24 @@ def _run(args, problems, stage_ids, kind: str) -> int:
 
 def cmd_ladder(args) -> int:
     if args.size is not None and args.sizes is not None:
-        raise SystemExit("gemmlab: give --size or --sizes, not both")
-    try:
-        sizes = stats.parse_sizes(args.sizes) if args.sizes else [args.size or 4096]
-    except ValueError as e:
-        raise SystemExit(f"gemmlab: --sizes: {e}") from None
-    if any(s <= 0 for s in sizes):
-        raise SystemExit("gemmlab: --size must be positive")
+        usage_error("give --size or --sizes, not both")
+    if args.sizes is not None:
+        try:
+            sizes = stats.parse_sizes(args.sizes)
+        except ValueError as e:
+            usage_error(f"--sizes: {e}")
+        if any(s <= 0 for s in sizes):
+            usage_error(f"--sizes {args.sizes!r}: sizes must be positive")
+    else:
+        sizes = [4096 if args.size is None else positive_int("--size", args.size)]
     return _run(args, [(s, s, s) for s in sizes], _split(args.stages) if args.stages else None, "ladder")
 
 
 def cmd_sweep(args) -> int:
-    from ..tune import suites
+    from . import suites
 
     if args.suite is not None and args.shapes is not None:
-        _usage("give --suite or --shapes, not both")
+        usage_error("give --suite or --shapes, not both")
     try:
         if args.shapes is not None:
             shapes = suites.parse(args.shapes)
@@ -178,16 +226,15 @@ def cmd_sweep(args) -> int:
                 raise suites.ShapeError(f"unknown suite {args.suite!r}; suites are {', '.join(suites.SUITES)}")
             shapes = list(suites.SUITES[name])
     except suites.ShapeError as e:
-        _usage(f"{'--shapes' if args.shapes is not None else '--suite'}: {e}")
+        usage_error(f"{'--shapes' if args.shapes is not None else '--suite'}: {e}")
     batched = [suites.text(s) for s in shapes if s[3] != 1]
     if batched:
-        _usage(f"--shapes: {', '.join(batched)}: the sweep runs 2-D problems only (gemmlab tune takes batches)")
-    return _run(args, [s[:3] for s in shapes], ["tuned"], "sweep")
-
-
-def _usage(msg: str) -> None:
-    print(f"gemmlab: {msg}", file=sys.stderr)
-    raise SystemExit(2)
+        usage_error(f"--shapes: {', '.join(batched)}: the sweep runs 2-D problems only (gemmlab tune takes batches)")
+    if args.baselines is None:
+        args.baselines = {"ieee": "cublas,triton", "tf32": "cublas,cublas_tf32,triton",
+                          "tf32x3": "cublas,cublas_tf32,triton_tf32x3"}[args.precision]
+    token = "tuned" if args.precision == "ieee" else f"tuned-{args.precision}"
+    return _run(args, [s[:3] for s in shapes], [token], "sweep")
 
 
 _OVERHEAD_ONLY = ("sizes", "calls", "repeats", "api_size")
@@ -198,34 +245,39 @@ def cmd_bench(args) -> int:
         return _overhead(args)
     given = [f"--{k.replace('_', '-')}" for k in _OVERHEAD_ONLY if getattr(args, k) is not None]
     if given:
-        raise SystemExit(f"gemmlab: {', '.join(given)}: only with --overhead")
+        usage_error(f"{', '.join(given)}: only with --overhead")
     if None in (args.M, args.N, args.K):
-        raise SystemExit("gemmlab: bench needs M N K (or --overhead)")
-    if min(args.M, args.N, args.K) <= 0:
-        raise SystemExit("gemmlab: M, N and K must be positive")
-    return _run(args, [(args.M, args.N, args.K)], _split(args.stage_list) if args.stage_list else None, "bench")
+        usage_error("bench needs M N K (or --overhead)")
+    m, n, k = (positive_int(name, v) for name, v in (("M", args.M), ("N", args.N), ("K", args.K)))
+    return _run(args, [(m, n, k)], _split(args.stage_list) if args.stage_list else None, "bench")
 
 
 def _overhead(args) -> int:
     from . import overhead
 
     if args.M is not None or args.stage_list:
-        raise SystemExit("gemmlab: bench --overhead takes no M N K or --stage (sizes: --sizes)")
+        usage_error("bench --overhead takes no M N K or --stage (sizes: --sizes)")
     try:
         sizes = tuple(stats.parse_sizes(args.sizes)) if args.sizes else overhead.DEFAULT_SIZES
     except ValueError as e:
-        raise SystemExit(f"gemmlab: --sizes: {e}") from None
+        usage_error(f"--sizes: {e}")
+    if any(s <= 0 for s in sizes):
+        usage_error(f"--sizes {args.sizes!r}: sizes must be positive")
     calls = overhead.DEFAULT_CALLS if args.calls is None else args.calls
     repeats = overhead.DEFAULT_REPEATS if args.repeats is None else args.repeats
     api_size = overhead.API_SIZE if args.api_size is None else args.api_size
-    if any(s <= 0 for s in sizes) or calls < 1 or repeats < 1 or api_size < 0:
-        raise SystemExit("gemmlab: --sizes must be positive, --calls and --repeats >= 1, --api-size >= 0")
+    if calls < 1:
+        usage_error(f"--calls {calls}: must be >= 1 (and --repeats >= 1)")
+    if repeats < 1:
+        usage_error(f"--repeats {repeats}: must be >= 1 (and --calls >= 1)")
+    if api_size < 0:
+        usage_error(f"--api-size {api_size}: must be >= 0 (0 leaves the api_vs_kernel row out)")
     policy = _policy(args)
-    from ..cli import need_gpu
-
+    dev = _device_arg(args)
     need_gpu()
+    _check_device(dev)
     settings = overhead.Settings(sizes=sizes, calls=calls, repeats=repeats, api_size=api_size,
-                                 policy=policy, device=args.device)
+                                 policy=policy, device=dev)
     doc = overhead.run(settings)
     if args.out:
         overhead.write(doc, args.out)
@@ -264,10 +316,23 @@ def cmd_report(args) -> int:
     from . import report, schema
 
     try:
-        doc = report.load(args.file)
-    except (OSError, schema.SchemaError) as e:
-        print(f"gemmlab: {e}", file=sys.stderr)
-        return 1
+        kind, doc = report.load_any(args.file)
+    except FileNotFoundError as e:
+        usage_error(str(e))
+    except schema.SchemaError as e:
+        usage_error(e.summary())
+    except OSError as e:  # unreadable: permissions and the like
+        usage_error(f"{args.file}: {e.strerror or e}")
+    if kind == "overhead":
+        for flag, given in (("--csv", args.csv), ("--plot", args.plot)):
+            if given:
+                usage_error(f"{flag}: {args.file} is an overhead document (gemmlab bench --overhead), which has "
+                            "a table only (plain, or --markdown)")
+        from . import overhead
+
+        text = overhead.plain(doc)
+        sys.stdout.write(f"```\n{text}```\n" if args.markdown else text)
+        return 0
     if args.csv:
         sys.stdout.write(report.csv_text(doc))
     elif args.markdown:
@@ -275,8 +340,12 @@ def cmd_report(args) -> int:
     else:
         sys.stdout.write(report.plain(doc))
     if args.plot:
-        from . import plot
+        try:
+            from . import plot
 
-        plot.write(doc, args.plot)
+            plot.write(doc, args.plot)
+        except ImportError as e:
+            print(f"gemmlab: --plot: no plot ({e}); pip install matplotlib", file=sys.stderr)
+            return 1
         print(f"gemmlab: wrote {args.plot}", file=sys.stderr)
     return 0

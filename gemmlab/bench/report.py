@@ -1,4 +1,4 @@
-"""Tables and CSV from a ladder.json document (no GPU, no torch).
+"""Tables and CSV from a ladder.json document (also bench.json and sweep.json; no GPU, no torch).
 
 - ``plain(doc)``: the terminal table ``gemmlab ladder`` prints;
 - ``markdown(doc)``: the README's table (``gemmlab report FILE --markdown``);
@@ -20,16 +20,73 @@ COLUMNS = ("Stage", "Adds", "TFLOPS", "% cuBLAS", "% FP32 peak", "Notes expect",
            "Regs", "Smem/block", "Blocks/SM", "Kernel")
 
 
-def load(path) -> dict:
-    """Read and validate a ladder.json."""
+OVERHEAD_SCHEMA = "gemmlab.overhead/1"  # gemmlab bench --overhead (gemmlab/bench/overhead.py)
+WRITERS = "gemmlab ladder, bench, sweep or bench --overhead with --out DIR"
+
+
+def read_json(path):
+    """The JSON value in file ``path``; FileNotFoundError or SchemaError saying what is wrong
+    (no such file, a directory, not UTF-8 text, not JSON)."""
     p = Path(path)
     try:
-        doc = json.loads(p.read_text())
+        raw = p.read_bytes()
     except FileNotFoundError:
-        raise FileNotFoundError(f"{p}: no such file (write one with gemmlab ladder --out DIR)") from None
+        raise FileNotFoundError(f"{p}: no such file ({WRITERS} writes one)") from None
+    except IsADirectoryError:
+        raise schema.SchemaError(f"{p}: a directory; give a file in it (ladder.json, bench.json, sweep.json or "
+                                 "overhead.json)", name=str(p)) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise schema.SchemaError(f"{p}: not UTF-8 text (byte {e.start} is {raw[e.start]:#04x}), so not a "
+                                 f"document gemmlab report reads (the JSON that {WRITERS} writes)", name=str(p)) from None
+    try:
+        return json.loads(text)
     except json.JSONDecodeError as e:
-        raise schema.SchemaError(f"{p}: not JSON ({e})") from None
-    return schema.validate(doc)
+        raise schema.SchemaError(f"{p}: not JSON ({e})", name=str(p)) from None
+
+
+def kind_of(doc) -> str | None:
+    """"ladder", "bench", "sweep" (a gemmlab.ladder/1 document), "overhead", or None for anything
+    else (bank_probe.json, a tuning table, ...)."""
+    if not isinstance(doc, dict):
+        return None
+    if doc.get("schema") == OVERHEAD_SCHEMA or (doc.get("kind") == "overhead" and "schema" not in doc):
+        return "overhead"
+    if doc.get("schema") == schema.SCHEMA or ("schema" not in doc and doc.get("kind") in schema.KINDS):
+        return doc.get("kind") if doc.get("kind") in schema.KINDS else "ladder"
+    return None
+
+
+def load_any(path) -> tuple[str, dict]:
+    """(kind, document) of any file ``gemmlab report`` reads: a validated ladder/bench/sweep
+    document, or an overhead document; SchemaError naming the file for anything else."""
+    p = Path(path)
+    doc = read_json(p)
+    kind = kind_of(doc)
+    if kind is None:
+        what = (f"its schema is {doc['schema']!r}" if isinstance(doc, dict) and "schema" in doc else
+                f"no 'schema' field; its keys: {', '.join(list(doc)[:6])}" if isinstance(doc, dict)
+                else f"its top level is a JSON {type(doc).__name__}")
+        raise schema.SchemaError(f"{p}: not a document gemmlab report reads ({what}); it reads {schema.SCHEMA} "
+                                 f"and {OVERHEAD_SCHEMA} documents, the JSON that {WRITERS} writes", name=str(p))
+    if kind == "overhead":
+        rows = doc.get("rows")
+        if not isinstance(rows, list) or not all(isinstance(r, dict) and "size" in r and "call" in r for r in rows):
+            raise schema.SchemaError(f"{p}: an overhead document whose rows are not a list of {{size, call, ...}}",
+                                     name=str(p))
+        return kind, doc
+    return kind, schema.validate(doc, str(p))
+
+
+def load(path) -> dict:
+    """Read and validate a ladder.json (also bench.json, sweep.json: the same schema)."""
+    p = Path(path)
+    kind, doc = load_any(p)
+    if kind == "overhead":
+        raise schema.SchemaError(f"{p}: an overhead document ({OVERHEAD_SCHEMA}), not a ladder, bench or sweep "
+                                 "one", name=str(p))
+    return doc
 
 
 def dump(doc: dict, path) -> None:

@@ -31,7 +31,9 @@ FIELDS: dict[str, tuple[tuple, str]] = {
     "n": ((int,), "columns of B and D"),
     "k": ((int,), "columns of A, rows of B"),
     "layout": ((str,), "A and B storage: n = row-major, t = column-major (a transposed view); D is row-major"),
-    "tolerance": (NUM + (_N,), "the pass threshold for rel_error: 1e-5 · max(1, sqrt(K/4096)) (gemmlab/check.py)"),
+    "tolerance": (NUM + (_N,), "the pass threshold for rel_error: base · max(1, sqrt(K/4096)), base 1e-5 for ieee and tf32x3, 2^-8 for tf32 (gemmlab/check.py)"),
+    "precision": ((str, _N), '"ieee" (FP32 FFMA), "tf32" (tensor cores, 10-bit inputs) or "tf32x3" (FP32-accurate tensor cores): what the row computes at, and so its tolerance'),
+    "vs_cublas_tf32": (NUM + (_N,), "tflops / tflops of the cuBLAS TF32 row (cublas_tf32) of the same problem; only where that row exists"),
     "rel_error_timed": (NUM + (_N,), "relative error of the first launch on the timed operands (alpha 1, beta 0, output poisoned with NaN) against float64"),
     "time_ms": (NUM + (_N,), "median of the per-launch times, ms (CUDA events around one launch, L2 flushed before each)"),
     "time_ms_p20": (NUM + (_N,), "20th percentile of the per-launch times, ms"),
@@ -44,7 +46,7 @@ FIELDS: dict[str, tuple[tuple, str]] = {
     "timed_seconds": (NUM + (_N,), "sum of the timed launch times, s"),
     "sm_clock_mhz_before": ((int, _N), "SM clock read just before the timed repetitions (NVML, else nvidia-smi; null if neither)"),
     "sm_clock_mhz_after": ((int, _N), "SM clock read just after them"),
-    "peak_tflops": (NUM + (_N,), "FP32 FFMA peak at this row's clock: SMs × 128 lanes × 2 × clock"),
+    "peak_tflops": (NUM + (_N,), "peak at this row's clock: FP32 FFMA (SMs × 128 lanes × 2 × clock) for ieee rows, dense TF32 tensor cores (SMs × 2048 × clock) for tf32 and tf32x3 rows"),
     "peak_clock_mhz": (NUM + (_N,), "the clock used for peak_tflops: mean of before/after, else the board's maximum SM clock"),
     "peak_clock_source": ((str, _N), '"measured" (mean of before/after) or "max" (board maximum; no reading)'),
     "vs_peak": (NUM + (_N,), "tflops / peak_tflops"),
@@ -106,7 +108,22 @@ PROVENANCE_FIELDS: dict[str, tuple[tuple, str]] = {
 
 
 class SchemaError(ValueError):
-    pass
+    """A document that does not follow the schema (or is not one at all). ``problems`` lists
+    every problem found, ``name`` says which document (the file, or "ladder.json")."""
+
+    def __init__(self, message: str, problems=(), name: str = ""):
+        super().__init__(message)
+        self.problems = list(problems)
+        self.name = name
+
+    def summary(self, shown: int = 3) -> str:
+        """One line: the document, how many problems, the first ``shown`` of them."""
+        if not self.problems:
+            return str(self).replace("\n", "; ")
+        first = "; ".join(self.problems[:shown])
+        more = f"; ... and {len(self.problems) - shown} more" if len(self.problems) > shown else ""
+        return (f"{self.name} does not follow the {SCHEMA} schema ({len(self.problems)} problem"
+                f"{'s' if len(self.problems) != 1 else ''}): {first}{more}")
 
 
 def _type_ok(value, types) -> bool:
@@ -115,11 +132,16 @@ def _type_ok(value, types) -> bool:
     return isinstance(value, types)
 
 
-def validate(doc: dict) -> dict:
-    """Raise SchemaError listing every problem of ``doc``; return it unchanged when valid."""
+def validate(doc: dict, name: str | None = None) -> dict:
+    """Raise SchemaError listing every problem of ``doc``; return it unchanged when valid.
+    ``name`` (the file) is what the message calls the document; by default its kind, e.g.
+    "sweep.json"."""
     errs: list[str] = []
+    if name is None:
+        kind = doc.get("kind") if isinstance(doc, dict) else None
+        name = f"{kind}.json" if kind in KINDS else "ladder.json"
     if not isinstance(doc, dict):
-        raise SchemaError("ladder.json: the top level must be an object")
+        raise SchemaError(f"{name}: the top level must be an object", [f"top level is {type(doc).__name__}"], name)
     for key, (types, _) in TOP_FIELDS.items():
         if key not in doc:
             errs.append(f"missing top-level field {key!r}")
@@ -145,7 +167,7 @@ def validate(doc: dict) -> dict:
         if not (isinstance(s, dict) and isinstance(s.get("stage"), str) and isinstance(s.get("reason"), str)):
             errs.append(f"skipped[{i}]: expected {{stage, reason}} strings")
     if errs:
-        raise SchemaError("ladder.json does not follow the schema:\n  " + "\n  ".join(errs))
+        raise SchemaError(f"{name} does not follow the schema:\n  " + "\n  ".join(errs), errs, name)
     return doc
 
 

@@ -190,7 +190,7 @@ def compile_cubin(source: str, name: str, arch: str, cache: KernelCache | None =
             print(f"gemmlab: could not write the kernel cache at {cache.root}: {e}", file=sys.stderr)
         ck = CompiledKernel(name, cubin, arch, key, source, cached=False, compile_seconds=dt, meta=meta)
     if os.environ.get("GEMMLAB_DUMP_SASS"):
-        from ..analysis.sass import disassemble
+        from .disasm import disassemble
 
         print(f"// gemmlab: SASS of {name} ({arch})\n{disassemble(ck.cubin)}", file=sys.stderr)
     with _lock:

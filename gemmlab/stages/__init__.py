@@ -50,6 +50,15 @@ def extra_stages() -> list[StageSpec]:
     return list(_extra_map().values())
 
 
+def every_stage() -> list[StageSpec]:
+    """The ladder's stages, then the dispatcher's other kernels: everything ``get`` finds."""
+    return [*_load().values(), *_extra_map().values()]
+
+
+def stage_ids() -> list[str]:
+    return [s.id for s in every_stage()]
+
+
 def get(stage_id: str) -> StageSpec:
     reg, extras = _load(), _extra_map()
     for table in (reg, extras):
@@ -61,4 +70,36 @@ def get(stage_id: str) -> StageSpec:
     raise ConfigError(f"unknown stage {stage_id!r}; stages are {', '.join([*reg, *extras])} (or 'auto')")
 
 
-__all__ = ["Param", "Problem", "StageSpec", "all_stages", "extra_stages", "get"]
+# What makes a stage need a newer GPU, read from the SASS its spec expects: opcode prefix -> feature.
+_FEATURES = (("HGMMA", "wgmma"), ("UTMA", "TMA"), ("UBLKCP", "TMA"), ("LDGSTS", "cp.async"))
+
+
+def arch_number(arch: str) -> int:
+    """'sm_90a' -> 90, 'sm_100f' -> 100; ValueError when ``arch`` is not of the form sm_NN."""
+    m = re.fullmatch(r"sm_(\d+)[af]?", arch.strip())
+    if not m:
+        raise ValueError(f"{arch!r} is not an arch of the form sm_90")
+    return int(m.group(1))
+
+
+def requirement(spec: StageSpec, cfg: dict | None = None) -> str:
+    """The lowest arch ``spec`` runs on and why, e.g. 'sm_90 (TMA)' or 'sm_90 (wgmma, compiled for
+    sm_90a)': from its ``min_cc``, ``extra["requires"]`` or else the features its expected SASS
+    uses, and the target it compiles for on that arch."""
+    need = f"sm_{spec.min_cc}"
+    why = (spec.extra or {}).get("requires")
+    if not why:
+        ops = tuple(spec.sass) + tuple(spec.sass_scalar)
+        why = next((f for prefix, f in _FEATURES if any(op.startswith(prefix) for op in ops)), None)
+    parts = [why] if why else []
+    try:
+        target = spec.compile_arch(spec.default_config if cfg is None else cfg, need)
+    except Exception:  # a spec that cannot say: leave it out
+        target = need
+    if target != need:
+        parts.append(f"compiled for {target}")
+    return need + (f" ({', '.join(parts)})" if parts else "")
+
+
+__all__ = ["Param", "Problem", "StageSpec", "all_stages", "arch_number", "every_stage", "extra_stages", "get",
+           "requirement", "stage_ids"]

@@ -4,70 +4,18 @@ cp.async pipeline (LDGSTS straight into shared memory, commit/wait_group, one ba
 Variants: ``vec`` (16-byte cp.async.cg; every A/B row start 16-byte aligned, unit inner stride)
 or 4-byte cp.async.ca for anything else, times the shared layout of each operand, which follows
 its global layout: ``a_k_major`` (A row-major: As[m][k], swizzled; else As[k][m]) and
-``b_n_major`` (B row-major: Bs[k][n]; else Bs[n][k], swizzled). Every shape and stride works; D alignment is
-checked in the kernel (16-byte stores where possible).
+``b_n_major`` (B row-major: Bs[k][n]; else Bs[n][k], swizzled), as gemmlab/problem.py's operand
+views decide them (``Problem.a_k_major``, ``Problem.operands_aligned``). Every shape and stride
+works; D alignment is checked in the kernel (16-byte stores where possible).
 """
 from __future__ import annotations
 
-from .base import Param, Problem, StageSpec
+from .base import Param, StageSpec
 
 SMEM_LIMIT = 227 * 1024  # H200 opt-in shared memory per block
 SMEM_PER_SM = 228 * 1024  # H200 shared memory per SM (what min_blocks blocks must share)
 RESERVED_SMEM = 1024     # static shared memory ptxas reserves in these kernels (cuobjdump: "shared 1024")
 LANES_M, LANES_N = 4, 8
-
-
-def a_k_major(p: Problem) -> bool:
-    """Whether A is kept as As[m][k]: K is its unit-stride (or smaller-stride) dimension."""
-    if p.a_cs == 1 and p.a_rs != 1:
-        return True
-    if p.a_rs == 1 and p.a_cs != 1:
-        return False
-    if p.a_cs == 1:  # both unit: M == 1 or K == 1; the other dimension's stride is never used
-        return p.M == 1
-    return abs(p.a_cs) <= abs(p.a_rs)
-
-
-def b_n_major(p: Problem) -> bool:
-    """Whether B is kept as Bs[k][n]: N is its unit-stride (or smaller-stride) dimension."""
-    if p.b_cs == 1 and p.b_rs != 1:
-        return True
-    if p.b_rs == 1 and p.b_cs != 1:
-        return False
-    if p.b_cs == 1:  # both unit: K == 1 or N == 1
-        return p.K == 1
-    return abs(p.b_cs) <= abs(p.b_rs)
-
-
-def operand_layout(p: Problem, which: str) -> tuple[int, int, int, int]:
-    """(inner stride, outer stride, outer extent, batch stride) of A or B in its shared layout."""
-    if which == "a":
-        k_major = a_k_major(p)
-        inner, outer = (p.a_cs, p.a_rs) if k_major else (p.a_rs, p.a_cs)
-        extent = p.M if k_major else p.K
-        return inner, outer, extent, p.a_bs
-    n_major = b_n_major(p)
-    inner, outer = (p.b_cs, p.b_rs) if n_major else (p.b_rs, p.b_cs)
-    extent = p.K if n_major else p.N
-    return inner, outer, extent, p.b_bs
-
-
-def operand_vec_aligned(p: Problem, which: str) -> bool:
-    """16-byte cp.async (and TMA's 16-byte strides) can read operand ``which`` ("a" or "b"): its
-    inner dimension has unit stride and every row start (base pointer, outer stride, batch
-    stride) is 16-byte aligned."""
-    inner, outer, extent, bs = operand_layout(p, which)
-    ptr = p.a_ptr if which == "a" else p.b_ptr
-    if inner != 1 or ptr % 16:
-        return False
-    if extent > 1 and outer % 4:
-        return False
-    return not (p.batch > 1 and bs % 4)
-
-
-def operands_vec_aligned(p: Problem) -> bool:
-    """16-byte cp.async is legal for both operands (D is not needed here)."""
-    return operand_vec_aligned(p, "a") and operand_vec_aligned(p, "b")
 
 
 class CpAsync(StageSpec):
@@ -150,8 +98,9 @@ class CpAsync(StageSpec):
         return [{"vec": v, "a_k_major": a, "b_n_major": b} for v in (1, 0) for a in (1, 0) for b in (1, 0)]
 
     def variant(self, cfg, problem):
-        return {"vec": int(operands_vec_aligned(problem)), "a_k_major": int(a_k_major(problem)),
-                "b_n_major": int(b_n_major(problem))}
+        # Every layout fact is the problem's (gemmlab/problem.py): 16-byte alignment and majorness.
+        return {"vec": int(problem.operands_aligned()), "a_k_major": int(problem.a_k_major),
+                "b_n_major": int(problem.b_n_major)}
 
     def template(self, cfg, variant):
         b = lambda x: "true" if x else "false"  # noqa: E731

@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import ConfigError
 from . import tensor_map
 from .base import Param, Problem
-from .s10_cp_async import STAGE as S10, CpAsync, a_k_major, b_n_major, fragment_loads
+from .s10_cp_async import STAGE as S10, CpAsync, fragment_loads
 
 INT32_LIMIT = 2**31
 
@@ -34,14 +34,14 @@ def operand_maps(cfg, problem: Problem) -> dict:
     mask = 0
     for which in ("a", "b"):
         if which == "a":
-            k_major = a_k_major(p)
+            k_major = p.a_k_major
             inner, outer = (p.K, p.M) if k_major else (p.M, p.K)
             inner_stride, outer_stride = (p.a_cs, p.a_rs) if k_major else (p.a_rs, p.a_cs)
             box = (1, bm, bk) if k_major else (1, bk, bm)
             swizzle = 4 * bk if k_major and cfg.get("a_swizzle", 1) else 0  # As[m][k] rows, swizzled
             ptr, bs = p.a_ptr, p.a_bs
         else:
-            n_major = b_n_major(p)
+            n_major = p.b_n_major
             inner, outer = (p.N, p.K) if n_major else (p.K, p.N)
             inner_stride, outer_stride = (p.b_cs, p.b_rs) if n_major else (p.b_rs, p.b_cs)
             box = (1, bk, bn) if n_major else (1, bn, bk)
@@ -121,7 +121,7 @@ class Tma(CpAsync):
         return [{"a_k_major": a, "b_n_major": b} for a in (1, 0) for b in (1, 0)]
 
     def variant(self, cfg, problem):
-        return {"a_k_major": int(a_k_major(problem)), "b_n_major": int(b_n_major(problem))}
+        return {"a_k_major": int(problem.a_k_major), "b_n_major": int(problem.b_n_major)}
 
     def template(self, cfg, variant):
         b = lambda x: "true" if x else "false"  # noqa: E731

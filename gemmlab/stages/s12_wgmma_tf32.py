@@ -32,11 +32,9 @@ def consumer_regs(cfg) -> int:
 
 
 def b_n_major_ready(p: Problem) -> bool:
-    """B row-major (unit stride along N) with 16-byte aligned rows: the RS variant reads it as is."""
-    if p.N == 1 or p.K == 0:
-        return False
-    return (p.b_cs == 1 and p.b_ptr % 16 == 0 and (p.K == 1 or (p.b_rs > 0 and p.b_rs % 4 == 0))
-            and not (p.batch > 1 and p.b_bs % 4))
+    """B row-major (unit stride along N) with 16-byte aligned rows: the RS variant reads it as is
+    (gemmlab/problem.py: ``Operand.x_rows_ready``)."""
+    return p.operand("b").x_rows_ready
 
 
 def rs_legal(cfg) -> bool:
@@ -75,7 +73,7 @@ def operand_maps(cfg, p: Problem, b_regs: int = 0) -> dict:
     if b_regs:  # the RS variant reads B row-major: (batch, K, N) in boxes of {32 n, 32 k}
         bs = p.b_bs
         batched = p.batch > 1 and bs != 0
-        ld = p.b_rs if p.K > 1 else -(-p.N // 4) * 4
+        ld = p.operand("b").x_row_stride
         out["b"] = (p.b_ptr, (p.batch if batched else 1, p.K, p.N),
                     (bs if batched else -(-(p.K * ld) // 4) * 4, ld, 1), (1, BLOCK_K, 32), SWIZZLE)
     return out

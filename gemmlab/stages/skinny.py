@@ -1,8 +1,9 @@
 """skinny: the memory-bound kernel for M <= 16 or N <= 16 (GEMV-like shapes); kernels/skinny.cuh.
 
 Not a rung of the ladder (``all_stages()`` does not list it): the dispatcher runs it for skinny
-shapes (:func:`applies`), with the config and split-K of :func:`choose`. ``gemm(stage="skinny")``
-runs it on any shape (correct everywhere; fast only where one of M, N is small).
+shapes, with the config and split-K that gemmlab/heuristics/skinny.py chooses (``applies``,
+``choose``). ``gemm(stage="skinny")`` runs it on any shape (correct everywhere; fast only where
+one of M, N is small).
 
 Config keys are 0 ("auto") by default: :meth:`Skinny.fallback` fills every auto key for the
 problem at plan time (the orientation, the smallest tile that covers the small dimension, the
@@ -22,10 +23,9 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import replace
 
 from ..errors import ConfigError
-from .base import Param, Problem, StageSpec, k_slices
+from .base import Param, Problem, StageSpec
 
 SMEM_LIMIT = 227 * 1024  # a block's shared memory on sm_90 (the kernel's static_assert)
 SMEM_RESERVED = 1024     # per block (ptxas: "shared 1024" static on sm_90)
@@ -33,14 +33,8 @@ SMALLS = (1, 2, 4, 8, 16)
 MAX_SMALL = 16
 AUTO_KEYS = ("small_dim", "small", "algo", "block_big", "threads", "k_groups", "unroll", "g_stages", "k_chunk")
 NOMINAL = Problem.dense(1, 4096, 4096)  # what the autos become when no problem is known
-MIN_K_SPLIT = 128        # no split-K slice shorter than this (the reduce would cost more than it hides)
 REG_FILE = 65536
 MAX_THREADS_PER_SM = 2048
-
-
-def applies(M: int, N: int) -> bool:
-    """The dispatcher's rule: the skinny kernel is for M <= 16 or N <= 16."""
-    return M <= MAX_SMALL or N <= MAX_SMALL
 
 
 # ---- the problem in the kernel's renamed form ------------------------------------------------
@@ -52,6 +46,11 @@ def renamed(p: Problem, small_dim: int) -> dict:
                 "g_ptr": p.b_ptr, "g_bs": p.b_bs}
     return {"ns": p.N, "ng": p.M, "s_ss": p.b_cs, "s_ks": p.b_rs, "g_ks": p.a_cs, "g_gs": p.a_rs,
             "g_ptr": p.a_ptr, "g_bs": p.a_bs}
+
+
+def tiles_of(c: dict, r: dict, batch: int) -> int:
+    """Output tiles of config ``c`` over the renamed problem ``r``, all batches."""
+    return math.ceil(r["ns"] / c["small"]) * math.ceil(r["ng"] / c["block_big"]) * max(batch, 1)
 
 
 def pick_small_dim(p: Problem) -> int:
@@ -495,41 +494,11 @@ class Skinny(StageSpec):
     def describe(self) -> dict:
         return {**super().describe(), "applies": "M <= 16 or N <= 16"}
 
-
-# ---- the dispatcher's choice ------------------------------------------------------------------
-def tiles_of(c: dict, r: dict, batch: int) -> int:
-    """Output tiles of config ``c`` over the renamed problem ``r``, all batches."""
-    return math.ceil(r["ns"] / c["small"]) * math.ceil(r["ng"] / c["block_big"]) * max(batch, 1)
-
-
-def wave(c: dict, sms: int) -> int:
-    """Blocks of config ``c`` that run at once on ``sms`` SMs."""
-    return sms * STAGE.blocks_per_sm(c)
-
-
-def choose(problem: Problem, sms: int) -> tuple[dict, int]:
-    """(config, split_k) for ``problem`` on a GPU with ``sms`` SMs.
-
-    The config is the auto resolution for this problem (tile width chosen to fill a wave where it
-    can). Split-K only when the tiles fill less than 3/4 of a wave (the bytes in flight DRAM
-    bandwidth needs): the most slices that still fit in one wave (a second, partial wave would
-    run mostly idle), none shorter than MIN_K_SPLIT. The value returned is the number of slices
-    the host will actually run: with k_split = ceil(K / split_k) rounded up to a multiple of 32,
-    ceil(K / k_split) == split_k."""
-    cfg = STAGE.resolve(STAGE.default_config, problem, sms)
-    r = renamed(problem, cfg["small_dim"])
-    tiles = tiles_of(cfg, r, problem.batch)
-    full = wave(cfg, sms)
-    K = problem.K
-    if tiles == 0 or K <= MIN_K_SPLIT or 4 * tiles >= 3 * full:
-        return cfg, 1
-    want = min(max(1, full // tiles), max(1, K // MIN_K_SPLIT), 65535)
-    if want <= 1:
-        return cfg, 1
-    k_split, splits = k_slices(K, want)
-    # The shared-memory stage need not be longer than a slice.
-    cfg["k_chunk"] = STAGE.resolve({**cfg, "k_chunk": 0}, replace(problem, splits=splits, k_split=k_split), sms)["k_chunk"]
-    return cfg, splits
+    def report_config(self, cfg: dict) -> dict:
+        """The config that ``sass`` and ``explain`` compile and show: the auto (0) keys filled in
+        for the nominal problem (1 x 4096 x 4096 on device 0's SMs, 132 without a GPU), as the
+        kernel's name says; a call fills them for its own problem."""
+        return self.resolve(cfg)
 
 
 STAGE = Skinny(

@@ -1,3 +1,5 @@
-"""Autotuning: the config space of the fast stages (space.py), the waves/occupancy heuristic for
-untuned GPUs and shapes (model.py), the persistent tuning database (db.py) and ``gemmlab tune``
-(commands.py). ``gemmlab.dispatch`` reads the database and falls back to the heuristic."""
+"""Autotuning, which only measures and writes tables: ``gemmlab tune`` (commands.py) times the
+shortlist that the runtime's own model ranks over the runtime's own config space
+(gemmlab/heuristics/: model.py, space.py) and writes the winners (db.py) into the tables that
+``stage="auto"`` reads (gemmlab/heuristics/table.py). It times with gemmlab/bench/timing.py; the
+runtime never imports this package."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from . import suites
+from ..bench import suites
 
 DEFAULT_SHAPES = "issue9"
 
@@ -42,8 +42,9 @@ def register(sub) -> None:
 
 
 def usage_error(msg: str) -> None:
-    print(f"gemmlab: {msg}", file=sys.stderr)
-    raise SystemExit(2)
+    from ..cli import usage_error as _usage_error
+
+    _usage_error(msg)  # gemmlab: MSG on stderr, exit 2
 
 
 def parse_layouts(text: str) -> tuple:
@@ -90,6 +91,13 @@ def cmd_tune(args) -> int:
     from ..cli import need_gpu
 
     need_gpu()
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        from ..errors import GemmlabError
+
+        raise GemmlabError("gemmlab tune needs torch (operands, the float64 reference and the cuBLAS baseline); "
+                           "pip install torch") from None
     from .. import device as _device
 
     n = _device.device_count()
@@ -112,9 +120,8 @@ def cmd_tune(args) -> int:
         if path.exists():
             theirs = db.read(path)
             if theirs is not None and any(theirs.get(k) != v for k, v in ident.items()):
-                print(f"gemmlab: {path} holds the table of another GPU/compiler "
-                      f"({', '.join(str(theirs.get(k)) for k in ident)}); choose another --out", file=sys.stderr)
-                return 1
+                usage_error(f"--out {path}: it holds the table of another GPU/compiler "
+                            f"({', '.join(str(theirs.get(k)) for k in ident)}); choose another --out")
 
     result = run(Settings(shapes=shapes, layouts=layouts, budget=args.budget, top=args.top, devices=devices))
     paths = write(result, args.out, args.ship)

@@ -1,11 +1,13 @@
 """``gemmlab tune``: measure the best (stage, config, split-K) per shape and layout on this GPU
-and write it to the tuning database that ``stage="auto"`` reads (tune/db.py, gemmlab/dispatch.py).
+and write it to the tuning database that ``stage="auto"`` reads (tune/db.py writes it,
+gemmlab/heuristics/table.py reads it).
 
 Per (shape, layout), a *job*:
 
 1. the shortlist (no GPU needed: :func:`shortlist`): the ``top`` best distinct predictions of
-   the waves model (model.rank: tile x split-K), the default tile of this GPU's class with no
-   split, and what ``stage="auto"`` picks today (tuned table or heuristic), without duplicates;
+   the runtime's waves model (heuristics/model.rank: tile x split-K over heuristics/space.py),
+   the default tile of this GPU's class with no split, and what ``stage="auto"`` picks today
+   (tuned table, nearest tuned neighbours or heuristic), without duplicates;
 2. every kernel of every shortlist is compiled first, in parallel (threads; NVRTC releases the
    GIL), so that the timing loop only loads cubins from the cache;
 3. on the GPU: one operand set (random A and B in the layout, NaN-poisoned D) and its float64
@@ -32,8 +34,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
+from ..bench import suites
 from ..bench.timing import Policy
-from . import db, model, space, suites
+from ..heuristics import model, space
+from . import db
 
 LAYOUTS = ("nn", "nt", "tn", "tt")
 DEFAULT_TOP = 8
@@ -96,7 +100,7 @@ def jobs_for(shapes, layouts) -> list[Job]:
 def skinny_applies(M: int, N: int) -> bool:
     """Whether stage='auto' sends this shape to the skinny kernel (dispatch step 1)."""
     try:
-        from ..stages import skinny
+        from ..heuristics import skinny
     except ImportError:
         return min(M, N) <= SKINNY_MAX
     return bool(skinny.applies(M, N))
@@ -106,7 +110,7 @@ def kernel_problem(job: Job):
     """The kernel-level problem gemm() builds for contiguous operands in ``job.layout`` (a 't'
     operand is a transposed view) and a row-major D, with 16-byte aligned pointers (as torch
     allocates them)."""
-    from ..stages.base import Problem
+    from ..problem import Problem
 
     p = Problem.dense(job.M, job.N, job.K, job.layout, job.batch)
     if job.batch == 1:
@@ -115,30 +119,22 @@ def kernel_problem(job: Job):
 
 
 def compile_problem(job: Job, repack: bool):
-    """The problem the GEMM kernel sees once the plan has repacked what it repacks: the
-    leading dimensions padded to 16 bytes, majorness kept (what decides the instantiation)."""
-    p = kernel_problem(job)
-    if not repack:
-        return p
-    r4 = lambda n: -(-n // 4) * 4  # noqa: E731
-    a = (r4(job.K), 1) if job.layout[0] == "n" else (1, r4(job.M))
-    b = (r4(job.N), 1) if job.layout[1] == "n" else (1, r4(job.K))
-    bs = {}
-    if job.batch > 1:
-        bs = {"a_bs": r4(job.M * a[0] if a[1] == 1 else job.K * a[1]),
-              "b_bs": r4(job.K * b[0] if b[1] == 1 else job.N * b[1])}
-    return replace(p, a_rs=a[0], a_cs=a[1], b_rs=b[0], b_cs=b[1], **bs)
+    """The problem the GEMM kernel of a float4/TMA stage sees once the plan has made its copies
+    (gemmlab/problem.py: ``Problem.repacks``, the one rule the plan runs): with ``repack`` a
+    K-major B transposed into row-major, unaligned operands padded to 16 bytes with their
+    majorness kept (what decides the instantiation)."""
+    return kernel_problem(job).repacks(repack)[1]
 
 
 def job_facts(job: Job) -> dict:
     """What dispatch decides from the shape alone: its layout letters, whether it repacks and
-    whether the entry is for aligned problems (dispatch: operands_aligned or repack)."""
-    from .. import dispatch
+    whether the entry is for aligned problems (heuristics: operands aligned, or repacked)."""
+    from ..heuristics import should_repack
 
     p = kernel_problem(job)
-    repack = dispatch.should_repack(p)
-    return {"layout": dispatch.layout_of(p), "repack": bool(repack),
-            "aligned": bool(dispatch.operands_aligned(p) or repack), "problem": p}
+    repack = should_repack(p)
+    return {"layout": p.layout, "repack": bool(repack), "aligned": bool(p.operands_aligned() or repack),
+            "problem": p}
 
 
 @functools.lru_cache(maxsize=None)

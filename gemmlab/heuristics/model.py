@@ -9,16 +9,17 @@ runs each faster but with fewer warps to hide latency (square root of the occupa
 it reads S partial products and writes D once, at memory bandwidth, plus a launch. The
 prediction picks the tile and S with the least time; ties go to fewer slices (less memory).
 
-This is what ``stage="auto"`` does on a GPU or shape that ``gemmlab tune`` has not measured,
-and it is the tuner's shortlist: the tuner times the best few predictions instead of all of
-them (docs/dispatch.md).
+This is what ``stage="auto"`` does on a GPU or shape that ``gemmlab tune`` has not measured
+(heuristics/choice.py), it picks the split-K of a tile taken from a tuned neighbour
+(heuristics/table.py: ``nearest``), and it is the tuner's shortlist: the tuner times the best few
+predictions instead of all of them (docs/dispatch.md).
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
-from ..stages.base import k_slices  # noqa: F401  (re-exported: the rule the plan runs)
+from ..problem import k_slices  # noqa: F401  (re-exported: the rule the plan runs)
 from . import space
 
 FFMA_PER_SM_CYCLE = 128    # FP32 lanes per SM (sm_70 and later)

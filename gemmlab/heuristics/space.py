@@ -3,7 +3,7 @@ constraint-filtered configs; the best differs per GPU and shape).
 
 A *candidate* is (stage id, config overrides, relative efficiency): the efficiency is the share
 of an SM's FFMA peak one resident set of blocks reaches in the steady state, the heuristic's
-only per-config number (model.py). Its defaults are estimates from the H200 ladder (s11's
+only per-config number (heuristics/model.py). Its defaults are estimates from the H200 ladder (s11's
 default 128x256 tile: 49.2 of 66 TFLOPS = 0.75) scaled by the main-loop FFMA share and the warps
 per SM of each tile; ``gemmlab tune`` measures instead of trusting them. Every config here is
 checked against its stage's constraints by the tests, compiles for sm_90 with no local memory,
@@ -93,3 +93,19 @@ def candidates(cc: int) -> tuple:
     if cc >= 80:
         return SM80
     return FALLBACK
+
+
+def candidate_for(stage: str, config: dict, cc: int = 90) -> Candidate:
+    """The space's candidate whose full config is ``config`` (with its efficiency estimate), else
+    one made for it with the median efficiency of the candidates for compute capability ``cc``
+    (a tuned table may hold configs the space does not list)."""
+    full = tuple(sorted(config.items()))
+    for c in SM90 + SM80 + FALLBACK:
+        if c.stage == stage:
+            try:
+                if tuple(sorted(c.config().items())) == full:
+                    return c
+            except Exception:  # an illegal space entry: the tests say so
+                continue
+    effs = sorted(c.efficiency for c in candidates(cc))
+    return Candidate(stage, dict(config), effs[len(effs) // 2], "tuned config")

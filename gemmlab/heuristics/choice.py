@@ -1,0 +1,151 @@
+"""stage="auto": problem -> Choice (stage, config, split-K, repack). Small plain functions.
+
+In order, first match wins:
+
+0. **Tensor cores** (``precision`` "tf32" or "tf32x3"): s12 / s13 where the problem pays for
+   their operand pre-passes (tensor_core.py); else the FP32 SIMT steps below, which are at
+   least as accurate.
+1. **Skinny** (M or N <= 16, GEMV-like): the memory-bound kernel with its own split-K rule
+   (skinny.py).
+2. **Tuned**: the tuned table's entry for this shape's bucket, layout and alignment class
+   (table.py: ``lookup``).
+3. **Nearest**: no bucket matches, but tuned shapes lie within ``table.NEAREST_RADIUS`` octaves
+   in log-shape space (same layout, batch bucket and alignment class): the tile that the
+   nearest of them measured fastest (up to ``table.NEAREST_K`` vote, a neighbour's weight
+   1 / (distance + NEAREST_EPS)), with the split-K the waves model gives that tile at this shape
+   (split-K follows the tile count, a property of the shape, not of the neighbour).
+4. **Heuristic**: the waves model with split-K (model.py) over the config space (space.py), for
+   any GPU and shape the tables do not cover. Never one fixed stage.
+
+A table entry's stage and config are checked against the stage's constraints and the GPU's
+compute capability before they are used: a stale or foreign entry is skipped with one warning.
+
+The choice says ``repack`` when an operand's rows are not 16-byte aligned and the problem is
+large enough that copying it into an aligned workspace (so TMA and float4 apply) costs less than
+the scalar path it avoids (000 §12: alignment pitfalls), and for a K-major B when M is large
+(``should_repack``); the copies themselves are gemmlab/problem.py's (``Problem.repacks``).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..plan import Choice
+from ..problem import Problem
+from ..stages import get as get_stage
+from . import model, skinny, space, table
+from .tensor_core import tensor_core_choice
+
+REPACK_MIN_FLOP_PER_BYTE = 64  # 2MNK over the bytes a repack copies (read + write)
+TRANSPOSE_B_MIN_M = 1024       # K-major B is transposed when M >= this: 2MNK / 8KN = M/4 FLOP per byte
+NEAREST_EPS = 0.25             # octaves added to a neighbour's distance before its vote is weighed
+
+
+def should_repack(p: Problem) -> bool:
+    """Copy operands into the layout the kernels read fastest: unaligned operands when the
+    problem is large against the bytes copied; a K-major B (the [n][k] tile layout measured ~20%
+    slower on the H200 than [k][n]) when M is large enough that the copy is a few percent."""
+    if p.K == 0:
+        return False
+    if p.operand("b").strictly_k_major and p.M >= TRANSPOSE_B_MIN_M:
+        return True
+    if p.operands_aligned():
+        return False
+    flops = 2.0 * p.M * p.N * p.K * p.batch
+    moved = 8.0 * (p.M * p.K + p.K * p.N) * p.batch
+    return flops / moved >= REPACK_MIN_FLOP_PER_BYTE
+
+
+def with_config(spec, cfg, overrides):
+    """``cfg`` with a caller's ``config=`` overrides applied (checked against the stage)."""
+    if not overrides:
+        return cfg
+    merged = dict(cfg)
+    merged.update(overrides)
+    return spec.config(merged)
+
+
+def entry_config(entry: dict, gpu: model.Gpu):
+    """(spec, config) of a table entry, checked: its stage exists and runs on ``gpu`` and its
+    config is legal for it (ValueError / ConfigError otherwise)."""
+    spec = get_stage(entry["stage"])
+    if spec.min_cc > gpu.cc:
+        raise ValueError(f"needs compute capability {spec.min_cc}")
+    return spec, spec.config(entry.get("config") or {})
+
+
+def _stale(entry: dict, e: Exception) -> None:
+    table.warn(f"tuning entry {entry.get('bucket')} {entry.get('layout')} from {entry.get('_source')} "
+               f"cannot be used ({e}); using the nearest tuned shapes or the heuristic")
+
+
+def nearest_choice(p: Problem, gpu: model.Gpu, ident: dict, aligned: bool, *, allow_workspace: bool = True,
+                   repack: bool = False, config=None) -> Choice | None:
+    """Step 3: the tile the nearest tuned neighbours vote for, with the waves model's split-K for
+    it at this shape; None without a usable neighbour."""
+    votes: dict = {}
+    for i, (d, e) in enumerate(table.nearest(ident, p.M, p.N, p.K, p.batch, p.layout, aligned)):
+        try:
+            spec, cfg = entry_config(e, gpu)
+        except Exception as err:  # a stale entry: say so once, ask the next neighbour
+            _stale(e, err)
+            continue
+        key = (spec.id, tuple(sorted(cfg.items())))
+        vote = votes.setdefault(key, [0.0, i, spec, cfg])
+        vote[0] += 1.0 / (d + NEAREST_EPS)
+    if not votes:
+        return None
+    _, _, spec, cfg = max(votes.values(), key=lambda v: (v[0], -v[1]))
+    try:
+        cfg_run = with_config(spec, cfg, config)
+    except Exception:  # the caller's overrides do not fit the neighbours' tile: the heuristic's turn
+        return None
+    cand = space.candidate_for(spec.id, cfg, gpu.cc)
+    split = model.rank(p.M, p.N, p.K, p.batch, gpu, allow_split=allow_workspace, candidates=[cand])[0].split_k
+    return Choice(spec, cfg_run, split, repack, "nearest")
+
+
+def choose(p: Problem, gpu: model.Gpu, ident: dict, *, allow_workspace: bool = True, config=None,
+           precision: str = "ieee") -> Choice:
+    """The Choice for the kernel-level problem ``p`` on a GPU described by ``gpu`` (its model)
+    and ``ident`` (its tables' identity: gpu name, arch, compiler). ``config``: overrides applied
+    to whatever stage is chosen (they must be legal for it). ``precision``: "ieee" (the SIMT
+    ladder), "tf32" or "tf32x3" (tensor cores, where they pay; else the SIMT ladder, which is at
+    least as accurate). ``allow_workspace`` False: no split-K, no repack, no pre-passes."""
+    M, N, K, batch = p.M, p.N, p.K, p.batch
+    if precision != "ieee":
+        tc = tensor_core_choice(p, gpu.sms, precision, allow_workspace)
+        if tc is not None:
+            return replace(tc, config=with_config(tc.spec, tc.config, config))
+
+    # 1. Skinny: M or N <= 16.
+    if K > 0 and skinny.applies(M, N):
+        cfg, split = skinny.choose(p, gpu.sms)
+        if not allow_workspace:
+            split = 1
+        spec = skinny.STAGE
+        return Choice(spec, with_config(spec, spec.config(cfg), config), split, False, "skinny")
+
+    repack = allow_workspace and should_repack(p)
+    aligned = p.operands_aligned() or repack
+
+    # 2. Tuned: this shape's bucket.
+    entry = table.lookup(ident, M, N, K, batch, p.layout, aligned)
+    if entry is not None:
+        try:
+            spec, cfg = entry_config(entry, gpu)
+            cfg = with_config(spec, cfg, config)
+            split = int(entry.get("split_k", 1)) if allow_workspace else 1
+            return Choice(spec, cfg, split, repack, "tuned")
+        except Exception as e:  # a stale entry: say so once, go on
+            _stale(entry, e)
+
+    # 3. Nearest: the tuned neighbours' tile.
+    near = nearest_choice(p, gpu, ident, aligned, allow_workspace=allow_workspace, repack=repack, config=config)
+    if near is not None:
+        return near
+
+    # 4. Heuristic.
+    best = model.best(M, N, K, batch, gpu, allow_split=allow_workspace)
+    spec = best.candidate.spec()
+    cfg = with_config(spec, best.candidate.config(), config)
+    return Choice(spec, cfg, best.split_k, repack, "heuristic")

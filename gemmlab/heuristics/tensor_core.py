@@ -1,0 +1,64 @@
+"""The tensor-core choice for precision "tf32" (s12) and "tf32x3" (s13).
+
+A tensor-core stage pays for operand pre-passes (the K-major transposes TF32 wgmma needs; s13's
+hi/lo split) and one more launch, so it is chosen only for problems large enough; below that
+(and for skinny shapes) the FP32 SIMT dispatch takes the problem, which is at least as accurate
+as asked. The tile is the one that fills the SMs best (waves x the tile's relative speed), with
+split-K when there are too few tiles.
+"""
+from __future__ import annotations
+
+from ..plan import Choice
+from ..problem import Problem
+from ..stages import get as get_stage
+
+TENSOR_CORE_STAGES = {"tf32": "s12", "tf32x3": "s13"}
+# Below this many FLOP a SIMT stage (FP32-accurate) beats the operand pre-pass + launch; tf32x3
+# runs three products, so it needs larger problems (estimates, not yet tuned on the H200).
+TC_MIN_FLOP = {"tf32": 2.0 ** 27, "tf32x3": 2.0 ** 31}
+# (block_m, block_n, stages, relative speed of one full tile): wide tiles reuse more per byte.
+TC_TILES = {"tf32": ((128, 256, 4, 1.0), (128, 128, 6, 0.9), (64, 128, 8, 0.75)),
+            "tf32x3": ((128, 128, 3, 1.0), (64, 128, 4, 0.8))}
+
+
+def tensor_core_choice(p: Problem, sms: int, precision: str, allow_workspace: bool) -> Choice | None:
+    """s12/s13 for a problem large enough to pay for its operand transposes, with the tile that
+    fills the SMs best (waves x per-tile speed) and split-K when there are too few tiles; None:
+    let the FP32 SIMT dispatch take it (it is at least as accurate)."""
+    stage_id = TENSOR_CORE_STAGES.get(precision)
+    if stage_id is None or p.K == 0:
+        return None
+    try:
+        spec = get_stage(stage_id)
+    except Exception:  # the stage is not in this build
+        return None
+    flops = 2.0 * p.M * p.N * p.K * p.batch
+    if flops < TC_MIN_FLOP[precision] or min(p.M, p.N) <= 16:
+        return None
+    needs_ws = not all(spec.operand_ready(p, w) for w in ("a", "b")) or getattr(spec, "needs_workspace", False)
+    if needs_ws and not allow_workspace:
+        # s12's RS variant reads a row-major B as it is (no transposing copy, no workspace)
+        rs = {"block_m": 256, "block_n": 128, "stages": 4, "b_regs": 1}
+        try:
+            cfg = spec.config(rs)
+        except Exception:
+            return None
+        if all(spec.operand_ready(p, w, cfg) for w in ("a", "b")):
+            return Choice(spec, cfg, 1, False, "heuristic")
+        return None
+    best = None
+    for bm, bn, stages, speed in TC_TILES[precision]:
+        tiles = -(-p.M // bm) * -(-p.N // bn) * p.batch
+        split = 1
+        if allow_workspace and tiles < sms // 2 and p.batch == 1:
+            split = max(1, min(sms // tiles, p.K // 1024))
+        waves = -(-(tiles * split) // sms)
+        score = speed * (tiles * split) / (waves * sms)  # per-tile speed x the SMs kept busy
+        if best is None or score > best[0]:
+            best = (score, bm, bn, stages, split)
+    _, bm, bn, stages, split = best
+    try:
+        cfg = spec.config({"block_m": bm, "block_n": bn, "stages": stages})
+    except Exception:
+        cfg = spec.default_config
+    return Choice(spec, cfg, split, False, "heuristic")

@@ -1,0 +1,286 @@
+"""The runtime's choices (gemmlab/heuristics/) and the problem's operand views (gemmlab/problem.py), on CPU.
+
+The tables are small fake ones in tmp_path (``GEMMLAB_TUNING_DB``) for a made-up GPU identity, so
+the shipped H200 table never matches; the GPU is a ``heuristics.model.Gpu``.
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gemmlab import heuristics
+from gemmlab.heuristics import model, space, table
+from gemmlab.heuristics.tensor_core import tensor_core_choice
+from gemmlab.problem import Problem, matrix_layout
+from gemmlab.stages import get
+from gemmlab.tune import db
+
+IDENT = table.identity("Fake GPU 7000", "sm_90", "nvrtc-0.1")
+GPU = model.Gpu()
+ALIGNED = dict(a_ptr=1 << 20, b_ptr=1 << 24, d_ptr=1 << 28)
+S11 = get("s11")
+TILE_A = S11.config({"block_m": 64, "block_n": 256, "warp_m": 32, "warp_n": 64})         # in the space
+TILE_B = S11.config({"block_m": 256, "block_n": 128, "warp_m": 64, "warp_n": 64, "k_unroll": 4})
+TILE_C = S11.config({"block_m": 128, "block_n": 128, "warp_m": 64, "warp_n": 64, "stages": 5})  # not in it
+
+
+def entry(M, N, K, config, split_k=1, layout="nn", aligned=True, batch=1, stage="s11"):
+    return {"bucket": list(table.bucket(M, N, K, batch)), "layout": layout, "aligned": aligned,
+            "shape": [M, N, K, batch], "stage": stage, "config": dict(config), "split_k": split_k, "repack": False,
+            "time_ms": 1.0, "cublas_ms": 1.0, "candidates": []}
+
+
+@pytest.fixture
+def fake_table(tmp_path, monkeypatch):
+    """A four-entry table: two nn shapes with tile A, one with tile B, one tn."""
+    monkeypatch.setenv("GEMMLAB_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "fake.json"
+    monkeypatch.setenv("GEMMLAB_TUNING_DB", str(path))
+    db.write(path, IDENT, [entry(1024, 1024, 1024, TILE_A, 2), entry(2048, 2048, 2048, TILE_B, 1),
+                           entry(1024, 2048, 1024, TILE_A, 2), entry(1024, 1024, 1024, TILE_C, 4, layout="tn"),
+                           entry(1024, 1024, 1024, TILE_B, 3, batch=8)], merge=False)
+    return path
+
+
+def choose(M, N, K, layout="nn", batch=1, **kw):
+    return heuristics.choose(Problem.dense(M, N, K, layout, batch, **ALIGNED), GPU, IDENT, **kw)
+
+
+# ---- the table's nearest neighbours ----------------------------------------------------------------
+
+def test_distance_is_octaves_in_log_shape_space():
+    assert table.distance((1024, 1024, 1024), (2048, 2048, 2048)) == pytest.approx(math.sqrt(3))
+    assert table.distance((1024, 1024, 1024), (1024, 1024, 2048)) == pytest.approx(1.0)
+    assert table.distance((100, 200, 300), (100, 200, 300)) == 0.0
+    assert table.entry_shape({"bucket": [20, 22, 24, 0]}) == (1024, 2048, 4096)  # no shape: the bucket's centre
+
+
+def test_nearest_orders_by_distance_within_the_radius(fake_table):
+    near = table.nearest(IDENT, 1200, 1400, 1100, 1, "nn", True)          # 2048^3 is 1.3 octaves away
+    assert [e["shape"][:3] for _, e in near] == [[1024, 1024, 1024], [1024, 2048, 1024]]
+    assert [round(d, 2) for d, _ in near] == [0.52, 0.6]
+    assert [d for d, _ in near] == sorted(d for d, _ in near) and all(d <= table.NEAREST_RADIUS for d, _ in near)
+    assert near[0][1]["_source"] == str(fake_table)
+    assert len(table.nearest(IDENT, 1200, 1400, 1100, 1, "nn", True, k=1)) == 1
+    # outside the radius: nothing
+    assert table.nearest(IDENT, 8192, 8192, 8192, 1, "nn", True) == []
+    assert table.nearest(IDENT, 1024, 1024, 1024, 1, "nn", True, radius=0.0)[0][0] == 0.0
+
+
+@pytest.mark.parametrize("layout, batch, aligned, shapes", [
+    ("tn", 1, True, [[1024, 1024, 1024]]),        # the layout is part of the class
+    ("nt", 1, True, []),
+    ("nn", 8, True, [[1024, 1024, 1024]]),        # so is the batch bucket ...
+    ("nn", 6, True, [[1024, 1024, 1024]]),        # ... (6 and 8 share the octave 3)
+    ("nn", 2, True, []),
+    ("nn", 1, False, []),                         # ... and the alignment class
+])
+def test_nearest_keeps_layout_batch_and_alignment_classes(fake_table, layout, batch, aligned, shapes):
+    near = table.nearest(IDENT, 1100, 1100, 1100, batch, layout, aligned)
+    assert [e["shape"][:3] for _, e in near] == shapes
+
+
+def test_nearest_prefers_the_earlier_source_on_ties(tmp_path, monkeypatch, fake_table):
+    user = table.user_path(IDENT)
+    db.write(user, IDENT, [entry(1024, 1024, 1024, TILE_B, 8)], merge=False)
+    near = table.nearest(IDENT, 1100, 1100, 1100, 1, "nn", True)
+    assert near[0][1]["_source"] == str(fake_table) and near[1][1]["_source"] == str(user)
+    assert near[0][0] == near[1][0]
+
+
+# ---- choose(): bucket, nearest, heuristic ------------------------------------------------------------
+
+def test_a_tuned_bucket_comes_first(fake_table):
+    c = choose(1024, 1024, 1024)
+    assert (c.source, c.config, c.split_k) == ("tuned", TILE_A, 2)
+
+
+def test_a_new_shape_gets_its_nearest_neighbours_tile(fake_table):
+    p = Problem.dense(1300, 1300, 1300, **ALIGNED)
+    assert table.lookup(IDENT, 1300, 1300, 1300, 1, "nn", True) is None
+    c = heuristics.choose(p, GPU, IDENT)
+    # neighbours: 1024^3 (A, 0.34), 1024x2048x1024 (A, 0.76), 2048^3 (B, 0.99): A wins the vote
+    assert c.source == "nearest" and c.spec.id == "s11" and c.config == TILE_A
+    # split-K: the waves model's for that tile at this shape, not the neighbour's
+    cand = space.candidate_for("s11", TILE_A)
+    assert c.split_k == model.rank(1300, 1300, 1300, 1, GPU, candidates=[cand])[0].split_k
+    assert c.describe()["source"] == "nearest"
+
+
+def test_a_nearer_neighbour_outvotes_a_farther_one(fake_table):
+    # 2048^3 (B) at 0.67 octaves against 1024x2048x1024 (A) at 0.90; 1024^3 (A) is 1.13 away
+    assert [round(d, 2) for d, _ in table.nearest(IDENT, 1700, 1700, 1400, 1, "nn", True)] == [0.67, 0.9]
+    c = choose(1700, 1700, 1400)
+    assert c.source == "nearest" and c.config == TILE_B
+
+
+def test_votes_add_up(tmp_path, monkeypatch):
+    monkeypatch.setenv("GEMMLAB_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "votes.json"
+    monkeypatch.setenv("GEMMLAB_TUNING_DB", str(path))
+    # B nearest alone (0.32 octaves: weight 1 / 0.57), A twice a little farther (0.5: 1 / 0.75 each)
+    db.write(path, IDENT, [entry(1748, 1400, 1400, TILE_B), entry(1400, 1980, 1400, TILE_A),
+                           entry(1400, 1400, 990, TILE_A)], merge=False)
+    near = table.nearest(IDENT, 1400, 1400, 1400, 1, "nn", True)
+    assert near[0][1]["config"] == TILE_B and [round(d, 2) for d, _ in near] == [0.32, 0.5, 0.5]
+    c = choose(1400, 1400, 1400)
+    assert c.source == "nearest" and c.config == TILE_A
+    assert choose(1400, 1400, 1400, config={}).config == TILE_A
+
+
+def test_a_config_the_space_does_not_list_is_used_with_a_median_efficiency(fake_table):
+    c = choose(1100, 1100, 1100, "tn")
+    assert c.source == "tuned" and c.config == TILE_C
+    c = choose(1300, 1300, 1300, "tn")
+    assert c.source == "nearest" and c.config == TILE_C
+    cand = space.candidate_for("s11", TILE_C)
+    effs = sorted(x.efficiency for x in space.SM90)
+    assert cand.efficiency == effs[len(effs) // 2] and cand.config() == TILE_C
+    assert space.candidate_for("s11", space.SM90[0].config()) is space.SM90[0]
+
+
+def test_far_shapes_use_the_heuristic(fake_table):
+    c = choose(8192, 8192, 8192)
+    best = model.best(8192, 8192, 8192, 1, GPU)
+    assert c.source == "heuristic" and (c.config, c.split_k) == (best.candidate.config(), best.split_k)
+
+
+def test_nearest_without_a_workspace_has_no_split(fake_table):
+    c = choose(1300, 1300, 1300, allow_workspace=False)
+    assert c.source == "nearest" and c.split_k == 1 and not c.repack
+
+
+def test_nearest_applies_the_callers_config(fake_table):
+    c = choose(1300, 1300, 1300, config={"group_m": 4})
+    assert c.source == "nearest" and c.config == {**TILE_A, "group_m": 4}
+    # overrides the neighbours' tile cannot take: the heuristic's turn (which applies them too)
+    c = choose(1300, 1300, 1300, config={"warp_n": 32, "block_k": 16})   # not legal with A's 64x256 tile
+    assert c.source == "heuristic" and (c.config["warp_n"], c.config["block_k"]) == (32, 16)
+
+
+def test_a_stale_neighbour_is_skipped_with_a_warning(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("GEMMLAB_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "stale.json"
+    monkeypatch.setenv("GEMMLAB_TUNING_DB", str(path))
+    db.write(path, IDENT, [entry(1024, 1024, 1024, {"block_m": 100}), entry(2048, 2048, 2048, TILE_B),
+                           entry(1024, 1024, 1024, {}, stage="s99", layout="tt")], merge=False)
+    c = choose(1448, 1448, 1448)                 # 0.87 octaves from each
+    assert c.source == "nearest" and c.config == TILE_B
+    assert "cannot be used" in capsys.readouterr().err
+    c = choose(1200, 1200, 1200, "tt")
+    assert c.source == "heuristic" and "unknown stage" in capsys.readouterr().err
+
+
+def test_skinny_shapes_never_read_the_table(fake_table):
+    c = choose(8, 1024, 1024)
+    assert c.source == "skinny" and c.spec.id == "skinny"
+
+
+def test_the_shipped_table_generalizes(monkeypatch, tmp_path):
+    """The H200's table: a shape between tuned ones takes a neighbour's measured tile."""
+    monkeypatch.setenv("GEMMLAB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("GEMMLAB_TUNING_DB", str(tmp_path / "none.json"))
+    docs = [d for _, d in table.tables(table.identity("NVIDIA H200", "sm_90", "nvrtc-13.0"))]
+    if not docs:
+        pytest.skip("no shipped H200 table")
+    ident = table.identity("NVIDIA H200", "sm_90", "nvrtc-13.0")
+    p = Problem.dense(1500, 1500, 1500, **ALIGNED)
+    c = heuristics.choose(p, GPU, ident)
+    (d, near), *_ = table.nearest(ident, 1500, 1500, 1500, 1, "nn", True)
+    assert c.source == "nearest" and near["shape"][:3] == [2048, 2048, 2048]
+    assert c.config == S11.config(near["config"])
+
+
+# ---- tensor cores -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("precision, stage", [("tf32", "s12"), ("tf32x3", "s13")])
+def test_tensor_cores_for_large_problems_only(precision, stage):
+    big = Problem.dense(4096, 4096, 4096, "nt", **ALIGNED)
+    c = tensor_core_choice(big, 132, precision, True)
+    assert c is not None and c.spec.id == stage and c.spec.precision == precision and c.split_k == 1
+    assert tensor_core_choice(Problem.dense(64, 64, 64, **ALIGNED), 132, precision, True) is None
+    assert tensor_core_choice(Problem.dense(16, 4096, 4096, **ALIGNED), 132, precision, True) is None  # skinny
+    assert tensor_core_choice(big, 132, "ieee", True) is None
+    # few tiles: split-K
+    deep = Problem.dense(512, 512, 65536, "nt", **ALIGNED)
+    assert tensor_core_choice(deep, 132, precision, True).split_k > 1
+    # through choose(): a small problem falls back to the FP32 SIMT ladder
+    assert heuristics.choose(big, GPU, IDENT, precision=precision).spec.id == stage
+    assert heuristics.choose(Problem.dense(64, 64, 64, **ALIGNED), GPU, IDENT, precision=precision).spec.precision \
+        == "ieee"
+
+
+def test_tf32x3_needs_a_workspace():
+    big = Problem.dense(4096, 4096, 4096, "nt", **ALIGNED)
+    assert tensor_core_choice(big, 132, "tf32x3", False) is None
+    c = tensor_core_choice(big, 132, "tf32", False)     # both operands K-major and aligned: no copies
+    assert c is not None and c.spec.id == "s12" and c.split_k == 1
+
+
+# ---- should_repack ------------------------------------------------------------------------------------
+
+def test_should_repack():
+    assert not heuristics.should_repack(Problem.dense(4096, 4096, 4096, **ALIGNED))
+    assert heuristics.should_repack(Problem.dense(4095, 4097, 1023, **ALIGNED))      # unaligned and large
+    assert not heuristics.should_repack(Problem.dense(33, 35, 37, **ALIGNED))        # small
+    assert not heuristics.should_repack(Problem.dense(4095, 4097, 0, **ALIGNED))
+
+
+# ---- the problem and its operand views ------------------------------------------------------------------
+
+def test_operand_views():
+    p = Problem.dense(64, 48, 32, "tn", **ALIGNED)
+    a, b = p.operand("a"), p.operand("b")
+    assert (a.rows, a.cols, a.x, a.k, a.x_stride, a.k_stride) == (64, 32, 64, 32, 1, 64)
+    assert not a.row_major and not a.k_major and a.letter == "t" and a.vec_aligned
+    assert b.row_major and not b.k_major and (b.x, b.k, b.x_stride, b.k_stride) == (48, 32, 1, 48)
+    assert p.layout == "tn" and p.operands_aligned() and not p.a_k_major and p.b_n_major
+    with pytest.raises(ValueError):
+        p.operand("c")
+
+
+def test_one_majorness_rule_for_degenerate_strides():
+    # Problem.a_k_major and the kernels' instantiation read the same rule (a column M x 1 with
+    # both strides 1 is M-major; a single row is K-major)
+    col = Problem(8, 8, 1, 1, 1, 8, 1, 8)
+    row = Problem(1, 8, 8, 1, 1, 8, 1, 8)
+    assert not col.a_k_major and not col.operand("a").row_major and col.layout[0] == "t"
+    assert row.a_k_major and row.layout[0] == "n"
+    assert get("s10").variant(get("s10").default_config, col)["a_k_major"] == int(col.a_k_major)
+    assert get("s11").variant(get("s11").default_config, row)["a_k_major"] == int(row.a_k_major)
+
+
+def test_copies():
+    p = Problem.dense(255, 257, 255, "tn", batch=3, **ALIGNED)          # rows not 16-byte aligned
+    copies, q = p.repacks(True)
+    assert [(c.which, c.kind) for c in copies] == [("a", "copy"), ("b", "copy")]
+    a = copies[0]
+    assert (a.rs, a.cs, a.ld, a.per, a.batches) == (1, 256, 256, 255 * 256, 3)   # column-major kept, padded
+    assert q.operands_aligned() and q.a_ptr == 0 and q.a_bs == a.per and q.layout == "tn"
+    nt = Problem.dense(2048, 300, 512, "nt", **ALIGNED)                   # a K-major B
+    copies, q = nt.repacks(True)
+    assert [(c.which, c.kind) for c in copies] == [("b", "transpose")] and q.layout == "nn"
+    assert (q.b_rs, q.b_cs) == (300, 1)
+    assert nt.repacks(False) == ([], nt)
+    # the K-major copies of the tensor-core stages: A as [m][k], B as [n][k], 16-byte rows
+    tt = Problem.dense(100, 70, 13, "tt")
+    ca, cb = tt.operand("a").k_major_copy(), tt.operand("b").k_major_copy()
+    assert (ca.kind, ca.rs, ca.cs, ca.per) == ("transpose", 16, 1, 1600)
+    assert (cb.kind, cb.rs, cb.cs, cb.per) == ("copy", 1, 16, 1120)        # B^T is already [n][k]: re-padded
+    k_major = tt.with_copy(ca).with_copy(cb)
+    assert k_major.operand("a").k_rows_ready and k_major.operand("b").k_rows_ready
+    assert k_major.operand("a").k_row_stride == 16 and k_major.operand("b").k_row_stride == 16
+
+
+def test_of_call_swaps_for_a_column_major_out():
+    # a 3 x 5 (K 4) call with a column-major out: the kernel computes out^T = b^T a^T
+    p, swapped = Problem.of_call(3, 5, 4, 1, 100, (0, 4, 1), 1, 200, (0, 5, 1), 1, 300, (0, 1, 3), alpha=2.0)
+    assert swapped and (p.M, p.N, p.K, p.ldd) == (5, 3, 4, 3)
+    assert (p.a_ptr, p.a_rs, p.a_cs, p.b_ptr, p.b_rs, p.b_cs) == (200, 1, 5, 100, 1, 4)
+    q, swapped = Problem.of_call(3, 5, 4, 1, 100, (0, 4, 1), 1, 200, (0, 5, 1), 1, 300, (0, 5, 1), alpha=0.0)
+    assert not swapped and (q.M, q.N, q.K, q.ldd, q.a_ptr) == (3, 5, 0, 5, 100)        # alpha 0: K = 0
+    r, _ = Problem.of_call(1, 6, 4, 1, 100, (0, 4, 1), 1, 200, (0, 6, 1), 1, 300, (0, 6, 1))
+    assert r.ldd == 8                                                                  # one row: an aligned ld
+    assert matrix_layout((3, 5), (5, 1)) == "row" and matrix_layout((3, 5), (1, 3)) == "col"
+    assert matrix_layout((3, 5), (2, 2)) is None
