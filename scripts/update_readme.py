@@ -281,6 +281,9 @@ def results_section() -> None:
     parts += training_section()
     parts += ladder_section(RES / "ladder-4096" / "ladder.json", "The ladder at 4096³")
     parts += ladder_section(RES / "ladder-8192" / "ladder.json", "The ladder at 8192³")
+    parts += ladder_section(RES / "ladder-tc-4096" / "ladder.json",
+                            "The tensor-core rungs at 4096³ (s12 tf32, s13 tf32x3; auto at ieee and tf32x3)")
+    parts += ladder_section(RES / "ladder-tc-8192" / "ladder.json", "The tensor-core rungs at 8192³")
     sweep = RES / "sweep" / "ladder.png"
     if sweep.is_file():
         sweep_json = RES / "sweep" / "ladder.json"

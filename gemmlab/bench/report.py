@@ -16,7 +16,7 @@ from pathlib import Path
 
 from . import schema, stats
 
-COLUMNS = ("Stage", "Adds", "TFLOPS", "% cuBLAS", "% FP32 peak", "Notes expect", "Rel. error",
+COLUMNS = ("Stage", "Adds", "TFLOPS", "% cuBLAS", "% peak", "Notes expect", "Rel. error",
            "Regs", "Smem/block", "Blocks/SM", "Kernel")
 
 
@@ -129,6 +129,10 @@ def cells(row: dict, markdown: bool = False) -> list[str]:
     if row.get("vs_expected") in ("below", "above") and row.get("vs_cublas") is not None:
         vs += " ↓" if row["vs_expected"] == "below" else " ↑"
     err = _num(row.get("rel_error"), ".1e")
+    if row.get("precision") and err != "—":  # each row's error beside the precision it computes at
+        err += f" {row['precision']}"
+    if row.get("vs_cublas_tf32") is not None and row.get("precision") not in (None, "ieee"):
+        vs += f" ({_pct(row['vs_cublas_tf32'])} of TF32)"
     kernel = row.get("kernel") or "—"
     if row.get("fallback"):
         kernel += " (fallback)"
