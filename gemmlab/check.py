@@ -75,6 +75,27 @@ def random_operands(M, N, K, layout="nn", batch=None, device="cuda", seed=None, 
     return a, b, c
 
 
+DATA_KINDS = ("uniform", "normal", "positive", "wide")
+
+
+def contract_data(kind: str, shape, generator, device="cuda"):
+    """The accuracy contract's inputs (README, Correctness): U(-1,1), N(0,1), U(0,1), or U(-1,1)
+    scaled by 2^e with e uniform in [-10, 10] ("wide" exponents)."""
+    import torch
+
+    g = generator
+    if kind == "uniform":
+        return torch.rand(shape, generator=g, device=device) * 2 - 1
+    if kind == "normal":
+        return torch.randn(shape, generator=g, device=device)
+    if kind == "positive":
+        return torch.rand(shape, generator=g, device=device)
+    if kind == "wide":
+        e = torch.randint(-10, 11, shape, generator=g, device=device).float()
+        return (torch.rand(shape, generator=g, device=device) * 2 - 1) * torch.exp2(e)
+    raise ValueError(f"kind={kind!r}: expected one of {DATA_KINDS}")
+
+
 def reference(a, b, c, alpha, beta):
     ref = alpha * (a.double() @ b.double())
     if c is not None and beta != 0.0:

@@ -8,17 +8,7 @@ import torch
 
 import gemmlab
 from gemmlab.bench.baselines import disable_tf32
-
-
-def data(kind, shape, g):
-    if kind == "uniform":
-        return torch.rand(shape, generator=g, device="cuda") * 2 - 1
-    if kind == "normal":
-        return torch.randn(shape, generator=g, device="cuda")
-    if kind == "positive":
-        return torch.rand(shape, generator=g, device="cuda")
-    e = torch.randint(-10, 11, shape, generator=g, device="cuda").float()
-    return (torch.rand(shape, generator=g, device="cuda") * 2 - 1) * torch.exp2(e)
+from gemmlab.check import contract_data as data
 
 
 def main(out_path=None, size=512, promote=(32, 64, 128, 256)):

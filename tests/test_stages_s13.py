@@ -121,20 +121,6 @@ def test_gpu_s13_special_values():
     assert check.compare(out[3:4], ref[3:4], 512, "tf32x3").rel_error < 1e-4
 
 
-def _data(kind, shape, g):
-    import torch
-
-    if kind == "uniform":
-        return torch.rand(shape, generator=g, device="cuda") * 2 - 1
-    if kind == "normal":
-        return torch.randn(shape, generator=g, device="cuda")
-    if kind == "positive":
-        return torch.rand(shape, generator=g, device="cuda")
-    # wide exponents: U(-1, 1) scaled by 2^e, e uniform in [-10, 10]
-    e = torch.randint(-10, 11, shape, generator=g, device="cuda").float()
-    return (torch.rand(shape, generator=g, device="cuda") * 2 - 1) * torch.exp2(e)
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("kind", ["uniform", "normal", "positive", "wide"])
 @pytest.mark.parametrize("K", [1024, 4096, 16384])
@@ -151,7 +137,7 @@ def test_gpu_accuracy_contract(kind, K):
     g.manual_seed(K + len(kind))
     # 2048 x 2048 outputs: cuBLAS's ordinary FP32 kernel. (At 512 x 512 it splits K, which on
     # positive data is more accurate than s13: docs/stages/s12-s13.md has those numbers.)
-    a, b = _data(kind, (2048, K), g), _data(kind, (K, 2048), g)
+    a, b = check.contract_data(kind, (2048, K), g), check.contract_data(kind, (K, 2048), g)
     ref = a.double() @ b.double()
     ours = gemmlab.matmul(a, b, stage="s13")
     cublas = a @ b
@@ -181,3 +167,15 @@ def test_gpu_precision_tf32x3_dispatch():
     assert check.compare(out, a.double() @ b.double(), 2048, "tf32x3").correct
     with pytest.raises(gemmlab.PrecisionError):
         gemmlab.matmul(a, b, stage="s11", precision="tf32x3")
+
+
+def test_contract_data_kinds():
+    torch = pytest.importorskip("torch", reason="the contract's data generator uses torch")
+    g = torch.Generator()
+    g.manual_seed(1)
+    x = {k: check.contract_data(k, (256, 256), g, device="cpu") for k in check.DATA_KINDS}
+    assert all(v.shape == (256, 256) and v.dtype == torch.float32 for v in x.values())
+    assert float(x["positive"].min()) >= 0 and float(x["uniform"].min()) < 0
+    assert float(x["uniform"].abs().max()) <= 1 and float(x["wide"].abs().max()) > 64  # up to 2^10
+    with pytest.raises(ValueError, match="kind='bf16'"):
+        check.contract_data("bf16", (2, 2), g, device="cpu")
