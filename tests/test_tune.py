@@ -443,6 +443,36 @@ def test_run_with_a_fake_gpu(monkeypatch, tuning_env, capsys):
     assert c.source == "tuned" and c.split_k == 2
 
 
+def _shape_ms(job, stage, config):
+    # a winner that depends on the shape, so a mix-up between workers' results would show
+    bm, bn, split = config.get("block_m"), config.get("block_n"), config["split_k"]
+    M = job.shape[0]
+    best = (64, 64, 2) if M <= 256 else (128, 128, 1) if M <= 512 else (128, 256, 1)
+    return 3.0 + 0.001 * M if (bm, bn, split) == best else 9.0
+
+
+@pytest.mark.parametrize("devices", [3, 4])
+def test_several_gpus_give_the_same_database_as_one(monkeypatch, tuning_env, tmp_path, capsys, devices):
+    """Issue 19 on the CPU: the jobs split round-robin over N (fake) GPUs, workers finishing
+    together, must write the same winners, in one file, with no lost entries, as one GPU does."""
+    shapes = [(256, 256, 256, 1), (512, 512, 512, 1), (1024, 1024, 1024, 1), (768, 512, 256, 1),
+              (128, 2048, 512, 1)]
+    outs = {}
+    for n in (1, devices):
+        threads = _fake_gpu(monkeypatch, _shape_ms, devices=n)
+        res = runner.run(runner.Settings(shapes=shapes, layouts=("nn", "nt")))
+        assert {d for _, d in threads} == set(range(n))
+        path = tmp_path / f"db-{n}.json"
+        runner.write(res, out=path)
+        doc = json.loads(path.read_text())
+        entries = next(iter(doc["gpus"].values()))["entries"] if "gpus" in doc else doc["entries"]
+        outs[n] = sorted((e["bucket"], e["layout"], e["stage"], json.dumps(e["config"], sort_keys=True),
+                          e.get("split_k", 1)) for e in entries)
+    capsys.readouterr()
+    assert len(outs[1]) == 2 * len(shapes)   # every shape and layout, nothing lost
+    assert outs[devices] == outs[1]
+
+
 def test_run_respects_the_budget(monkeypatch, tuning_env, capsys):
     _fake_gpu(monkeypatch, _ms, devices=1, sleep=0.1)
     shapes = [(256, 256, 256, 1), (512, 512, 512, 1), (1024, 1024, 1024, 1)]
