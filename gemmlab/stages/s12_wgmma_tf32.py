@@ -9,6 +9,10 @@ the plan gives the kernel K-major, TMA-aligned operands: an A or B whose unit st
 or N is transposed into workspace first (B of an nn problem, A of tn/tt), any other unusable
 operand is copied; the plan's report names those steps. Problems TMA cannot take at all (K == 0,
 dimensions of 2^31 or more, more than 65535 batches) go to s10 (``fallback``, precision ieee).
+
+Variant ``rs`` (config ``b_regs=1``): a row-major B is read as it is, with no transpose and no
+workspace; the kernel computes D^T = B^T A^T with B^T as wgmma's register operand (the RS form),
+one consumer warpgroup per 64 columns (``launch_threads``). H200: as fast as the transpose.
 """
 from __future__ import annotations
 
@@ -59,7 +63,8 @@ def operand_view(p: Problem, which: str):
 
 def operand_maps(cfg, p: Problem, b_regs: int = 0) -> dict:
     """The two tensor maps, outermost first: A as (batch, M, K), B as (batch, N, K), boxes of
-    (1, block_m | block_n, 32) with the 128-byte swizzle; plus "batch_mask" (bit 0 A, bit 1 B
+    (1, block_m | block_n, 32) with the 128-byte swizzle; with ``b_regs`` (the RS variant) B
+    row-major as (batch, K, N) in boxes of (1, 32 k, 32 n); plus "batch_mask" (bit 0 A, bit 1 B
     batched; an unbatched operand is broadcast)."""
     out, mask = {}, 0
     for which, rows, box_rows, ptr in (("a", p.M, cfg["block_m"], p.a_ptr), ("b", p.N, cfg["block_n"], p.b_ptr)):
