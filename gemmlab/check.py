@@ -119,20 +119,21 @@ def stage_precision(stage) -> str:
         return "ieee"
 
 
-def check_stage(stage, M, N, K, layout="nn", *, config=None, batch=None, alpha=ALPHA, beta=BETA, seed=None):
+def check_stage(stage, M, N, K, layout="nn", *, config=None, batch=None, alpha=ALPHA, beta=BETA, seed=None,
+                precision=None):
     """Run ``stage`` once on fresh data into a NaN-poisoned output and compare with float64
-    (within the tolerance of the stage's precision)."""
+    (within the tolerance of ``precision``, passed on to the call; None: the stage's own)."""
     import gemmlab
 
     a, b, c = random_operands(M, N, K, layout, batch, seed=seed)
     out = poisoned_like(c)  # separate from c: the kernel must write every element
     ref = reference(a, b, c, alpha, beta)
     fn = gemmlab.gemm_batched if batch else gemmlab.gemm
-    fn(a, b, c, alpha=alpha, beta=beta, out=out, stage=stage, config=config)
+    fn(a, b, c, alpha=alpha, beta=beta, out=out, stage=stage, config=config, precision=precision)
     import torch
 
     torch.cuda.synchronize()
-    return compare(out, ref, K, stage_precision(stage))
+    return compare(out, ref, K, precision or stage_precision(stage))
 
 
 def check_stage_poisoned(stage, M, N, K, layout="nn", *, config=None, alpha=ALPHA, seed=None):

@@ -16,8 +16,6 @@ import os
 from .errors import GemmlabError
 
 PRECISIONS = ("ieee", "tf32", "tf32x3")
-# How accurate each is, for "at least as accurate as asked": tf32x3 is FP32-accurate.
-_RANK = {"tf32": 0, "tf32x3": 1, "ieee": 1}
 _default: str | None = None
 
 
@@ -52,15 +50,3 @@ def get_precision() -> str:
     value = check(env.strip().lower(), "GEMMLAB_PRECISION") if env else "ieee"
     _env_seen = (env, value)
     return value
-
-
-def resolve(precision) -> str:
-    """The precision a call runs at: its own argument, else the process default."""
-    return get_precision() if precision is None else check(precision)
-
-
-def satisfies(stage_precision: str, wanted: str) -> bool:
-    """Whether a stage computing at ``stage_precision`` meets a request for ``wanted``: the same,
-    or at least as accurate (ieee and tf32x3 are both FP32-accurate)."""
-    return stage_precision == wanted or _RANK[stage_precision] > _RANK[wanted] or \
-        (wanted == "tf32x3" and stage_precision == "ieee")

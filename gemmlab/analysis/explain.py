@@ -21,6 +21,7 @@ import math
 
 from . import banks, occupancy, sass, traffic, waves
 from ..problem import Problem
+from ..bench.stats import TF32_FLOP_PER_CLOCK_PER_SM
 
 
 def thread_tile(spec, cfg: dict) -> tuple[int, int]:
@@ -223,7 +224,6 @@ def report(stage_id: str, config: dict | None = None, size: int = 4096, arch: st
 
 
 # ---- tensor-core stages (s12 tf32, s13 tf32x3) --------------------------------------------------
-TF32_FLOP_PER_CLOCK_PER_SM = 2048   # dense TF32 wgmma (PTX/H100 spec: 494.7 TFLOPS at 1.83 GHz, 132 SMs)
 L2_BYTES_PER_S = 10e12              # L2 -> SM fill rate assumed for TMA tiles [est]; to be set by ncu
 
 

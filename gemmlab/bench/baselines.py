@@ -94,36 +94,38 @@ class TorchCublas(Candidate):
         self.kernel_names = kernel_names
         self.settings = disable_tf32()
 
+    def _wrap(self, fn):
+        """The math mode around each call: none here (TF32 is off for the whole run)."""
+        return fn
+
     def check(self, M, N, K, layout):
         import torch
 
         def run(a, b, c, alpha, beta, out):
             torch.addmm(c, a, b, beta=beta, alpha=alpha, out=out)
-        return check_callable(run, M, N, K, layout)
+        return check_callable(self._wrap(run), M, N, K, layout, self.precision)
 
     def prepare(self, ops: Operands) -> Prepared:
         import torch
 
         a, b, out = ops.a, ops.b, ops.out
-
-        def launch():
-            torch.mm(a, b, out=out)
+        launch = self._wrap(lambda: torch.mm(a, b, out=out))
         launch()
         return Prepared(launch, None, {"tf32_settings": self.settings},
                         probe=launch if self.kernel_names else None)
 
 
 class TorchCublasTf32(TorchCublas):
-    """cuBLAS with TF32 on (torch.mm with allow_tf32 / fp32_precision "tf32"), switched on around
-    its own calls only, so every other row keeps TF32 off."""
+    """cuBLAS with TF32 on (torch.mm with fp32_precision "tf32", else allow_tf32), switched on
+    around its own calls only, so every other row keeps TF32 off."""
 
     def __init__(self, kernel_names: bool = True):
         Candidate.__init__(self, id="cublas_tf32", name="cuBLAS TF32 (torch.mm)", kind="baseline",
                            adds="cuBLAS with TF32 tensor cores", notes="", precision="tf32")
         self.kernel_names = kernel_names
-        self.settings = None
+        self.settings = None  # the switch as read back while on (first call)
 
-    def _tf32(self, fn):
+    def _wrap(self, fn):
         import torch
 
         def run(*args):
@@ -131,40 +133,17 @@ class TorchCublasTf32(TorchCublas):
                 warnings.simplefilter("ignore")
                 try:
                     torch.backends.cuda.matmul.fp32_precision = "tf32"
-                except Exception:
+                    switch = "fp32_precision"
+                except Exception:  # torch before the fp32_precision switch
                     torch.backends.cuda.matmul.allow_tf32 = True
+                    switch = "allow_tf32"
+                if self.settings is None:
+                    self.settings = {switch: getattr(torch.backends.cuda.matmul, switch)}
                 try:
                     return fn(*args)
                 finally:
                     disable_tf32()
         return run
-
-    def check(self, M, N, K, layout):
-        import torch
-
-        def run(a, b, c, alpha, beta, out):
-            torch.addmm(c, a, b, beta=beta, alpha=alpha, out=out)
-        return check_callable(self._tf32(run), M, N, K, layout, "tf32")
-
-    def prepare(self, ops: Operands) -> Prepared:
-        import torch
-
-        a, b, out = ops.a, ops.b, ops.out
-        launch = self._tf32(lambda: torch.mm(a, b, out=out))
-        launch()
-        import torch as _t
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                _t.backends.cuda.matmul.fp32_precision = "tf32"
-                self.settings = {"fp32_precision": _t.backends.cuda.matmul.fp32_precision}
-            except Exception:
-                self.settings = {"allow_tf32": True}
-            finally:
-                disable_tf32()
-        return Prepared(launch, None, {"tf32_settings": self.settings},
-                        probe=launch if self.kernel_names else None)
 
 
 # ---- cuBLAS through CuPy --------------------------------------------------------------------

@@ -185,7 +185,7 @@ class AutoCandidate(Candidate):
                          precision=precision)
 
     def check(self, M, N, K, layout):
-        return check_auto(M, N, K, layout, self.precision)
+        return _check.check_stage("auto", M, N, K, layout, precision=self.precision)
 
     def prepare(self, ops: Operands) -> Prepared:
         from ..api import prepare
@@ -194,12 +194,3 @@ class AutoCandidate(Candidate):
         prep = _prepared(plan, enqueue, ops)
         self.config = plan.describe()
         return prep
-
-
-def check_auto(M, N, K, layout, precision: str = "ieee") -> _check.CheckResult:
-    """stage="auto" at ``precision`` on fresh inputs (alpha 0.5, beta 3, random C, NaN-poisoned out)."""
-    import gemmlab
-
-    def run(a, b, c, alpha, beta, out):
-        gemmlab.gemm(a, b, c, alpha=alpha, beta=beta, out=out, precision=precision)
-    return check_callable(run, M, N, K, layout, precision)

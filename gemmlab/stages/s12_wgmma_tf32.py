@@ -29,9 +29,10 @@ SWIZZLE = 128
 PRODUCER_REGS = 40
 
 
-def consumer_regs(cfg) -> int:
-    """S12WgmmaTf32::CONSUMER_REGS: what each consumer thread gets after setmaxnreg."""
-    consumers = 128 * (cfg["block_m"] // 64)
+def consumer_regs(cfg, warpgroups: int | None = None) -> int:
+    """TmaPipeline::CONSUMER_REGS (kernels/copy/tma_pipeline.cuh): what each consumer thread gets
+    after setmaxnreg, with one consumer warpgroup per 64 rows (or ``warpgroups`` of them)."""
+    consumers = 128 * (warpgroups if warpgroups is not None else cfg["block_m"] // 64)
     return min(240, (65536 - 128 * PRODUCER_REGS) // consumers // 8 * 8)
 
 
@@ -47,9 +48,7 @@ def rs_legal(cfg) -> bool:
     bn, bm = cfg["block_n"], cfg["block_m"]
     if bn % 64 or not 64 <= bn <= 256 or bm % 32 or not 32 <= bm <= 256 or not cfg.get("b_regs", 0):
         return False
-    consumers = 128 * (bn // 64)
-    regs = min(240, (65536 - 128 * PRODUCER_REGS) // consumers // 8 * 8)
-    return bm // 2 + 56 <= regs
+    return bm // 2 + 56 <= consumer_regs(cfg, bn // 64)
 
 
 def operand_view(p: Problem, which: str):
@@ -87,6 +86,7 @@ def operand_maps(cfg, p: Problem, b_regs: int = 0) -> dict:
 class WgmmaTf32(StageSpec):
     precision = "tf32"
     operands_k_major = True
+    map_operands = ("a", "b")  # one TMA map per operand source (s13 adds the lo copies)
 
 
     def compile_arch(self, cfg, arch):
@@ -189,14 +189,17 @@ class WgmmaTf32(StageSpec):
 
     # ---- kernel parameters: the two tensor maps and the batch mask --------------------------
     def extra_params(self, cfg, variant):
-        return [("const __grid_constant__ gemmlab::async::TmaDescriptor a_map", "a_map"),
-                ("const __grid_constant__ gemmlab::async::TmaDescriptor b_map", "b_map"),
-                ("int tma_batch_mask", "tma_batch_mask")]
+        maps = [(f"const __grid_constant__ gemmlab::async::TmaDescriptor {ref}_map", f"{ref}_map")
+                for ref in self.map_operands]
+        return maps + [("int tma_batch_mask", "tma_batch_mask")]
 
     def extra_args(self, cfg, variant, problem):
+        """One map per entry of ``map_operands``; "a_lo" shares "a"'s shape and strides (the split
+        copies have one workspace layout)."""
         maps = operand_maps(cfg, problem, variant.get("rs", 0))
         dtype = tensor_map.TFLOAT32 if cfg.get("tma_tf32", 0) else tensor_map.FLOAT32
-        return [tensor_map.TensorMapArg(w, *maps[w][1:], dtype) for w in ("a", "b")] + [np.int32(maps["batch_mask"])]
+        return ([tensor_map.TensorMapArg(ref, *maps[ref[0]][1:], dtype) for ref in self.map_operands]
+                + [np.int32(maps["batch_mask"])])
 
     def smem_accesses(self, cfg, variant=None):
         """The tensor cores read shared memory through descriptors and TMA writes it: no LDS/STS."""

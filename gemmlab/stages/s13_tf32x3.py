@@ -13,18 +13,16 @@ The plan always runs the split (``operand_split``); the report names the split l
 """
 from __future__ import annotations
 
-import numpy as np
-
-from . import tensor_map
 from .base import Param
 from .s10_cp_async import SMEM_LIMIT
-from .s12_wgmma_tf32 import BLOCK_K, WgmmaTf32, consumer_regs, operand_maps
+from .s12_wgmma_tf32 import BLOCK_K, WgmmaTf32, consumer_regs
 
 
 class Tf32x3(WgmmaTf32):
     precision = "tf32x3"
     operand_split = True  # the plan writes hi and lo K-major copies of both operands (refs a, a_lo, b, b_lo)
     needs_workspace = True  # always (the split copies), so stage="auto" never picks it without one
+    map_operands = ("a", "a_lo", "b", "b_lo")  # the kernel's four tensor-map parameters, in order
 
     def constraints(self, cfg):
         out = []
@@ -60,17 +58,6 @@ class Tf32x3(WgmmaTf32):
         return (f"gemmlab::S13Tf32x3<{cfg['block_m']}, {cfg['block_n']}, {cfg['block_k']}, {cfg['stages']}, "
                 f"{cfg['promote_k']}, {'true' if cfg['split_partials'] else 'false'}>")
 
-    def extra_params(self, cfg, variant):
-        return [("const __grid_constant__ gemmlab::async::TmaDescriptor a_map", "a_map"),
-                ("const __grid_constant__ gemmlab::async::TmaDescriptor a_lo_map", "a_lo_map"),
-                ("const __grid_constant__ gemmlab::async::TmaDescriptor b_map", "b_map"),
-                ("const __grid_constant__ gemmlab::async::TmaDescriptor b_lo_map", "b_lo_map"),
-                ("int tma_batch_mask", "tma_batch_mask")]
-
-    def extra_args(self, cfg, variant, problem):
-        maps = operand_maps(cfg, problem)  # hi and lo share shape and strides (one workspace layout)
-        return [tensor_map.TensorMapArg(ref, *maps[ref[0]][1:]) for ref in ("a", "a_lo", "b", "b_lo")] + \
-            [np.int32(maps["batch_mask"])]
 
 
 STAGE = Tf32x3(
