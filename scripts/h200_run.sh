@@ -12,22 +12,21 @@ summary=()
 step() { echo "=== $* ($(date +%T))"; }
 for what in "$@"; do
   case "$what" in
-    tests)
-      # The whole GPU suite takes longer than one 10-minute device call (2026-12-01: 97% done at
-      # 590 s with -n 8): run it in two calls, tests-a then tests-b. The log goes straight to
-      # $OUT so a call stopped at its limit still brings back the names of the failures so far.
-      step "pytest -m gpu (all)"
-      python3 -m pytest -m gpu -q -rf -n 16 --timeout 300 -p no:cacheprovider 2>&1 \
-        | tee "$OUT/gpu_tests.txt" | grep -E "passed|failed|FAILED|Error" | tail -60 ;;
-    tests-a)
-      step "pytest -m gpu: the stages"
-      python3 -m pytest -m gpu -q -rf -n 16 --timeout 300 -p no:cacheprovider tests/test_stages_*.py tests/test_skinny.py \
-        2>&1 | tee "$OUT/gpu_tests_a.txt" | grep -E "passed|failed|FAILED|Error" | tail -60 ;;
-    tests-b)
-      step "pytest -m gpu: everything else"
-      python3 -m pytest -m gpu -q -rf -n 16 --timeout 300 -p no:cacheprovider \
-        $(ls tests/test_*.py | grep -v -E "test_stages_|test_skinny") 2>&1 | tee "$OUT/gpu_tests_b.txt" \
-        | grep -E "passed|failed|FAILED|Error" | tail -60 ;;
+    tests|tests-a|tests-b)
+      # -v: every test's outcome is logged as it finishes, so a call stopped at its limit still
+      # brings back the names of the failures so far (the log goes straight to $OUT). The whole
+      # suite may need more than one 10-minute call: tests-a (the stage files) and tests-b (the rest).
+      case "$what" in
+        tests) files=tests ;;
+        tests-a) files="tests/test_stages_*.py tests/test_skinny.py" ;;
+        tests-b) files=$(ls tests/test_*.py | grep -v -E "test_stages_|test_skinny") ;;
+      esac
+      step "pytest -m gpu ($what)"
+      python3 -m pytest -m gpu -v -rf -n ${NPROC:-16} --timeout 300 --durations=25 -p no:cacheprovider $files \
+        > "$OUT/gpu_$what.txt" 2>&1
+      grep -E "(^| )(FAILED|ERROR) " "$OUT/gpu_$what.txt" | sed -E 's/^\[gw[0-9]+\] \[ *[0-9]+%\] //' | sort -u | tail -40
+      tail -1 "$OUT/gpu_$what.txt"
+      summary+=("$what: $(tail -1 "$OUT/gpu_$what.txt")") ;;
     tests-quick)
       step "pytest -m gpu (quick)"
       python3 -m pytest -m gpu -q -n 8 --timeout 300 -p no:cacheprovider --maxfail=80 tests/test_gpu_api.py 2>&1 \
