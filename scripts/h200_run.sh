@@ -99,6 +99,23 @@ for what in "$@"; do
     accuracy)
       step "3xTF32 accuracy"
       python3 scripts/tf32x3_accuracy.py "$RES/tf32x3_accuracy.json" 2>&1 | tee "$RES/tf32x3_accuracy.txt" | tail -14 ;;
+    accuracy-2048)
+      step "3xTF32 accuracy at 2048x2048 outputs (the contract test's size), promote_k 32/64/128"
+      python3 scripts/tf32x3_accuracy.py "$RES/tf32x3_accuracy-2048.json" 2048 32,64,128 2>&1 \
+        | tee "$RES/tf32x3_accuracy-2048.txt" | tail -14 ;;
+    ladder-tc)
+      step "tensor-core ladders at 4096^3 and 8192^3 (s13 at promote_k 32 (default), 64, 128)"
+      for n in 4096 8192; do
+        python3 -m gemmlab ladder --size $n --stages "s11,s12,s13,s13[promote_k=64],s13[promote_k=128],tuned,tuned-tf32x3" \
+          --baselines cublas,cublas_tf32,triton_tf32x3 --out "$RES/ladder-tc-$n" 2>&1 | tee "$RES/ladder-tc-$n.txt" | tail -14
+      done ;;
+    tests-list)
+      step "pytest -m gpu on the tests listed in \$GPU_TESTS"
+      mapfile -t listed < "$GPU_TESTS"  # one node id per line (ids may hold spaces)
+      python3 -m pytest -m gpu -v -rf -n ${NPROC:-16} --timeout 300 --durations=15 -p no:cacheprovider \
+        "${listed[@]}" > "$OUT/gpu_tests_list.txt" 2>&1
+      grep -E "(^| )(FAILED|ERROR) " "$OUT/gpu_tests_list.txt" | sed -E 's/^\[gw[0-9]+\] \[ *[0-9]+%\] //' | sort -u | tail -40
+      tail -1 "$OUT/gpu_tests_list.txt" ;;
     probe)
       step "bank probe"
       python3 -m gemmlab bank-probe --out "$RES/bank-probe" 2>&1 | tee "$RES/bank-probe.txt" | tail -30 ;;

@@ -1,6 +1,7 @@
 """3xTF32 accuracy on the H200: s13 at several promote_k against cuBLAS FP32 and float64, on the
 accuracy contract's inputs (U(-1,1), N(0,1), U(0,1), wide exponents; K = 1024, 4096, 16384).
-Prints one line per case; writes JSON to the path given (docs/stages/s12-s13.md quotes it)."""
+Prints one line per case; writes JSON to the path given (docs/stages/s12-s13.md quotes it).
+Usage: tf32x3_accuracy.py [OUT.json [SIZE [PK,PK,..]]] (SIZE x SIZE outputs, default 512)."""
 import json
 import sys
 
@@ -36,4 +37,7 @@ def main(out_path=None, size=512, promote=(32, 64, 128, 256)):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else None)
+    # tf32x3_accuracy.py [OUT.json [SIZE [PK,PK,..]]]: SIZE x SIZE outputs (the contract test: 2048)
+    args = sys.argv[1:]
+    main(args[0] if args else None, int(args[1]) if len(args) > 1 else 512,
+         tuple(int(p) for p in args[2].split(",")) if len(args) > 2 else (32, 64, 128, 256))

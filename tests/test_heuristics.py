@@ -211,6 +211,22 @@ def test_tensor_cores_for_large_problems_only(precision, stage):
         == "ieee"
 
 
+def test_tensor_cores_weigh_their_pre_passes():
+    """8192x128x8192: s13's split of the 8192x8192 operand (805 MB moved, ~0.24 ms) costs more than
+    the tensor cores save over SIMT (H200: s13 40 TFLOPS there, the SIMT stages 46); s12 only
+    transposes the small B, so it keeps the tensor cores."""
+    from gemmlab.heuristics import tensor_core as tc
+
+    skinny = Problem.dense(8192, 128, 8192, **ALIGNED)
+    assert tc.prepass_seconds(skinny, get("s13")) == pytest.approx(12 * (8192 * 8192 + 8192 * 128) / tc.PREPASS_BW)
+    assert tc.prepass_seconds(skinny, get("s12")) == pytest.approx(8 * 8192 * 128 / tc.PREPASS_BW)  # nn: B only
+    assert tensor_core_choice(skinny, 132, "tf32x3", True) is None
+    assert tensor_core_choice(skinny, 132, "tf32", True).spec.id == "s12"
+    assert heuristics.choose(skinny, GPU, IDENT, precision="tf32x3").spec.precision == "ieee"
+    for shape in ((4095, 4097, 1023), (1024, 1024, 1024), (1024, 1024, 16384), (3000, 5000, 7000)):
+        assert tensor_core_choice(Problem.dense(*shape, **ALIGNED), 132, "tf32x3", True).spec.id == "s13", shape
+
+
 def test_tf32x3_needs_a_workspace():
     big = Problem.dense(4096, 4096, 4096, "nt", **ALIGNED)
     assert tensor_core_choice(big, 132, "tf32x3", False) is None

@@ -132,6 +132,36 @@ def test_sweep_markdown_one_row_per_shape(doc):
     assert "gemmlab auto at 3000×5000×7000 (nn): failed" in md      # the failed row is explained
 
 
+def test_sweep_tf32x3_table_names_its_precision_and_the_tf32_baseline():
+    """A --precision tf32x3 sweep: the auto row is "tuned-tf32x3", Triton's is "triton_tf32x3", and
+    cuBLAS TF32 gets a column; ratios stay against cuBLAS FP32."""
+    d = make_doc()
+    extra = []
+    for r in d["rows"]:
+        if r["stage"] == "tuned":
+            r.update(stage="tuned-tf32x3", name="gemmlab auto (tf32x3)", precision="tf32x3")
+        elif r["stage"] == "triton":
+            r.update(stage="triton_tf32x3", name="Triton (tf32x3)", precision="tf32x3")
+        elif r["stage"] == "cublas":
+            t = dict(r, stage="cublas_tf32", name="cuBLAS TF32 (torch.mm)", precision="tf32")
+            t.update(tflops=r["tflops"] * 6.5, vs_cublas=6.5)
+            extra.append(t)
+    d["rows"] += extra
+    md = report.markdown(d)
+    assert "precision='tf32x3'" in md
+    table = _md_rows(md)
+    assert table[0] == report.sweep_columns(report.sweep_rows(d))
+    assert table[0][6] == report.TF32_COLUMN and table[0][5] == "cuBLAS TFLOPS"
+    ratios = _ratios()
+    for cells, (shape, (auto, ran, cub, tri)) in zip(table[1:], SHAPES.items()):
+        assert cells[3] == (f"{auto:.2f}" if auto else "FAIL")
+        assert cells[6] == f"{cub * 6.5:.2f}"
+        assert cells[7] == (f"{tri:.2f}" if tri else "FAIL")
+        assert cells[8] == (f"{ratios[shape]:.3f}" if auto else "—")
+    assert report.TF32_COLUMN in report.plain(d)
+    assert report.TF32_COLUMN not in report.markdown(make_doc())  # an ieee sweep: no such column
+
+
 def test_sweep_plain(doc):
     text = report.plain(doc)
     assert text.startswith("FIXTURE")

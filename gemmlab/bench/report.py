@@ -219,9 +219,24 @@ def _sweep(doc: dict) -> tuple[list[str], list[list[str]]]:
 
 # ---- gemmlab sweep: one row per shape -----------------------------------------------------
 
-AUTO_STAGES = ("tuned", "auto")
+AUTO_STAGES = ("tuned", "auto", "tuned-tf32x3", "tuned-tf32")  # the auto row of an ieee, tf32x3 or tf32 sweep
+TRITON_STAGES = ("triton", "triton_tf32x3")
 SWEEP_COLUMNS = ("M", "N", "K", "gemmlab auto TFLOPS", "ran", "cuBLAS TFLOPS", "Triton TFLOPS",
                  "auto / cuBLAS", "Triton / cuBLAS")
+TF32_COLUMN = "cuBLAS TF32 TFLOPS"  # after "cuBLAS TFLOPS" where the sweep has that baseline
+
+
+def sweep_columns(rows: list[dict]) -> list[str]:
+    """SWEEP_COLUMNS, with cuBLAS TF32 after cuBLAS FP32 where any shape has that row."""
+    cols = list(SWEEP_COLUMNS)
+    if any(r.get("cublas_tf32") for r in rows):
+        cols.insert(cols.index("cuBLAS TFLOPS") + 1, TF32_COLUMN)
+    return cols
+
+
+def sweep_precision(doc: dict) -> str:
+    """The precision of the sweep's auto rows ("ieee" when there are none)."""
+    return next((r.get("precision") or "ieee" for r in doc["rows"] if r["stage"] in AUTO_STAGES), "ieee")
 
 
 def ran_text(cfg) -> str:
@@ -247,12 +262,13 @@ def sweep_rows(doc: dict) -> list[dict]:
     for key in problems(doc):
         rs = rows_of(doc, key)
         pick = lambda ids: next((r for i in ids for r in rs if r["stage"] == i), None)  # noqa: E731
-        auto, cub, tri = pick(AUTO_STAGES), pick(("cublas", "cupy")), pick(("triton",))
+        auto, cub, tri = pick(AUTO_STAGES), pick(("cublas", "cupy")), pick(TRITON_STAGES)
+        tf32 = pick(("cublas_tf32",))
         t = lambda r: None if r is None else r.get("tflops")  # noqa: E731
         out.append({"m": key[0], "n": key[1], "k": key[2], "layout": key[3],
-                    "auto": auto, "cublas": cub, "triton": tri,
+                    "auto": auto, "cublas": cub, "triton": tri, "cublas_tf32": tf32,
                     "auto_tflops": t(auto), "ran": ran_text((auto or {}).get("config")),
-                    "cublas_tflops": t(cub), "triton_tflops": t(tri),
+                    "cublas_tflops": t(cub), "triton_tflops": t(tri), "cublas_tf32_tflops": t(tf32),
                     "ratio": None if auto is None else auto.get("vs_cublas"),
                     "triton_ratio": None if tri is None else tri.get("vs_cublas")})
     return out
@@ -269,15 +285,27 @@ def ratio_summary(rows: list[dict]) -> dict | None:
             "shapes": len(have), "of": len(rows)}
 
 
-def _sweep_cells(r: dict) -> list[str]:
+def _sweep_cells(r: dict, with_tf32: bool = False) -> list[str]:
     def tf(x, row=None):
         if x is not None:
             return f"{x:.2f}"
         return status(row) if row is not None else "—"
     ratio = lambda x: "—" if x is None else f"{x:.3f}"  # noqa: E731
-    return [str(r["m"]), str(r["n"]), str(r["k"]), tf(r["auto_tflops"], r["auto"]), r["ran"],
-            tf(r["cublas_tflops"], r.get("cublas")), tf(r["triton_tflops"], r.get("triton")),
-            ratio(r["ratio"]), ratio(r["triton_ratio"])]
+    cells = [str(r["m"]), str(r["n"]), str(r["k"]), tf(r["auto_tflops"], r["auto"]), r["ran"],
+             tf(r["cublas_tflops"], r.get("cublas")), tf(r["triton_tflops"], r.get("triton")),
+             ratio(r["ratio"]), ratio(r["triton_ratio"])]
+    if with_tf32:
+        cells.insert(6, tf(r["cublas_tf32_tflops"], r.get("cublas_tf32")))
+    return cells
+
+
+def _sweep_title(doc: dict, rows: list[dict]) -> str:
+    layouts = ", ".join(sorted({r["layout"] for r in rows}))
+    prec = sweep_precision(doc)
+    if prec == "ieee":
+        return f"**gemmlab stage='auto' against cuBLAS and Triton** (layout {layouts})"
+    return (f"**gemmlab stage='auto', precision={prec!r}, against cuBLAS FP32, cuBLAS TF32 and Triton "
+            f"{prec}** (layout {layouts}; ratios are to cuBLAS FP32)")
 
 
 def _summary_line(rows) -> str:
@@ -293,12 +321,12 @@ def sweep_markdown(doc: dict) -> str:
     for i, line in enumerate(header_lines(doc)):
         out.append(f"> **{line}**" if (i == 0 and doc["provenance"].get("fixture")) else f"> {line}")
     rows = sweep_rows(doc)
-    layouts = sorted({r["layout"] for r in rows})
-    out += ["", f"**gemmlab stage='auto' against cuBLAS and Triton** (layout {', '.join(layouts)})", ""]
-    out.append("| " + " | ".join(SWEEP_COLUMNS) + " |")
-    out.append("|" + "|".join(" --- " if c == "ran" else " ---: " for c in SWEEP_COLUMNS) + "|")
+    cols = sweep_columns(rows)
+    out += ["", _sweep_title(doc, rows), ""]
+    out.append("| " + " | ".join(cols) + " |")
+    out.append("|" + "|".join(" --- " if c == "ran" else " ---: " for c in cols) + "|")
     for r in rows:
-        out.append("| " + " | ".join(c.replace("|", "\\|") for c in _sweep_cells(r)) + " |")
+        out.append("| " + " | ".join(c.replace("|", "\\|") for c in _sweep_cells(r, TF32_COLUMN in cols)) + " |")
     out += ["", _summary_line(rows)]
     notes = _footnotes(doc)
     if notes:
@@ -309,7 +337,9 @@ def sweep_markdown(doc: dict) -> str:
 def sweep_plain(doc: dict) -> str:
     out = list(header_lines(doc))
     rows = sweep_rows(doc)
-    out += [""] + _align(list(SWEEP_COLUMNS), [_sweep_cells(r) for r in rows], right={0, 1, 2, 3, 5, 6, 7, 8})
+    cols = sweep_columns(rows)
+    out += [""] + _align(cols, [_sweep_cells(r, TF32_COLUMN in cols) for r in rows],
+                         right={i for i, c in enumerate(cols) if c != "ran"})
     out += ["", _summary_line(rows)]
     notes = _footnotes(doc, plain=True)
     if notes:

@@ -4,7 +4,8 @@ A tensor-core stage pays for operand pre-passes (the K-major transposes TF32 wgm
 hi/lo split) and one more launch, so it is chosen only for problems large enough; below that
 (and for skinny shapes) the FP32 SIMT dispatch takes the problem, which is at least as accurate
 as asked. The tile is the one that fills the SMs best (waves x the tile's relative speed), with
-split-K when there are too few tiles.
+split-K when there are too few tiles; the tensor-core plan is kept only where its time, pre-passes
+included, is below the SIMT estimate.
 """
 from __future__ import annotations
 
@@ -19,6 +20,26 @@ TC_MIN_FLOP = {"tf32": 2.0 ** 27, "tf32x3": 2.0 ** 31}
 # (block_m, block_n, stages, relative speed of one full tile): wide tiles reuse more per byte.
 TC_TILES = {"tf32": ((128, 256, 4, 1.0), (128, 128, 6, 0.9), (64, 128, 8, 0.75)),
             "tf32x3": ((128, 128, 3, 1.0), (64, 128, 4, 0.8))}
+# Rates for weighing the tensor-core plan (its pre-passes included) against the SIMT one, H200,
+# measured (results/h200): s12 318-328 and s13 103-118 TFLOPS at 4096^3-8192^3, the FP32 SIMT
+# stages 46-51 on large shapes. A pre-pass moves BYTES_PER_ELEMENT per operand element (the split:
+# read 4, write hi and lo 8; a transposing copy: read 4, write 4) at about PREPASS_BW (copy 3.96 TB/s).
+TC_RATE = {"tf32": 320e12, "tf32x3": 110e12}
+SIMT_RATE = 48e12
+PREPASS_BW = 3.3e12
+BYTES_PER_ELEMENT = {"split": 12, "transpose": 8}
+
+
+def prepass_seconds(p: Problem, spec, cfg=None) -> float:
+    """Time of the operand pre-passes a tensor-core plan runs for ``p``: s13 splits both operands;
+    s12 transposes those that are not K-major."""
+    elements = {"a": p.M * p.K * p.batch, "b": p.K * p.N * p.batch}
+    if getattr(spec, "operand_split", False):
+        moved = BYTES_PER_ELEMENT["split"] * sum(elements.values())
+    else:
+        moved = BYTES_PER_ELEMENT["transpose"] * sum(n for w, n in elements.items()
+                                                     if not spec.operand_ready(p, w, cfg))
+    return moved / PREPASS_BW
 
 
 def tensor_core_choice(p: Problem, sms: int, precision: str, allow_workspace: bool) -> Choice | None:
@@ -56,9 +77,13 @@ def tensor_core_choice(p: Problem, sms: int, precision: str, allow_workspace: bo
         score = speed * (tiles * split) / (waves * sms)  # per-tile speed x the SMs kept busy
         if best is None or score > best[0]:
             best = (score, bm, bn, stages, split)
-    _, bm, bn, stages, split = best
+    score, bm, bn, stages, split = best
     try:
         cfg = spec.config({"block_m": bm, "block_n": bn, "stages": stages})
     except Exception:
         cfg = spec.default_config
+    # Skinny-ish shapes (8192x128x8192): the pre-pass over the large operand costs more than the
+    # GEMM gains; the SIMT stages then win at the same or better accuracy.
+    if flops / (TC_RATE[precision] * score) + prepass_seconds(p, spec, cfg) >= flops / SIMT_RATE:
+        return None
     return Choice(spec, cfg, split, False, "heuristic")

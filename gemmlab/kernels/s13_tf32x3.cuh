@@ -7,6 +7,9 @@
 //   - promotion: every PROMOTE_K of K the partial sum (which the tensor core accumulates with
 //     truncation) is added into FP32 registers with ordinary adds and restarted (scale-d = 0), so
 //     the long sum over K is IEEE FP32 (TENSORCORE.md: 3.5e-7 at K = 4096 against 9.6e-6 without).
+//     With SPLIT_PARTIALS only hi·hi is promoted every PROMOTE_K; the small products' partial
+//     (~2^-11 of it, so its truncation is ~2^-11 as large) every SMALL_PROMOTE_K = max(PROMOTE_K,
+//     512): a short PROMOTE_K then costs one add per accumulator, not two.
 // Everything else (producer warpgroup, full/empty mbarriers, setmaxnreg, epilogue) is s12's.
 #pragma once
 #include "common.cuh"
@@ -28,6 +31,10 @@ struct S13Tf32x3 {
     static_assert(BLOCK_N <= 256, "a TMA box is at most 256 rows");
     static_assert(PROMOTE_K % BLOCK_K == 0 && PROMOTE_K >= BLOCK_K, "promote_k: a multiple of block_k");
     static constexpr int TILES_PER_PROMOTE = PROMOTE_K / BLOCK_K;
+    // the small products' partial: every max(PROMOTE_K, 512) of K (a whole number of hi·hi intervals)
+    static constexpr int SMALL_PROMOTE_K = SPLIT_PARTIALS && PROMOTE_K < 512 ? (512 / PROMOTE_K) * PROMOTE_K : PROMOTE_K;
+    static constexpr int TILES_PER_SMALL = SMALL_PROMOTE_K / BLOCK_K;
+    static_assert(TILES_PER_SMALL % TILES_PER_PROMOTE == 0, "small products: promoted at a hi·hi promotion");
     static constexpr int THREADS = Pipe::THREADS;
     static_assert((SPLIT_PARTIALS ? 3 : 2) * Core::ACC + 32 <= Pipe::CONSUMER_REGS,
                   "the accumulator sets (block_n/2 each: FP32 sums and one or two tensor-core partials) + 32 must fit");
@@ -101,10 +108,11 @@ struct S13Tf32x3 {
         for (int t = 0; t < num_tiles; ++t, ring.advance()) {
             const int s = ring.stage;
             const int in_interval = t % TILES_PER_PROMOTE;
+            const int in_small = t % TILES_PER_SMALL;  // == in_interval without SPLIT_PARTIALS
             pipe.wait_full(ring);
             wgmma::fence();
             // Small products first; the first wgmma of an interval into each partial overwrites it.
-            Core::multiply(small, a_lo(s) + a_rows, b_hi(s), in_interval == 0 ? 0 : 1);
+            Core::multiply(small, a_lo(s) + a_rows, b_hi(s), in_small == 0 ? 0 : 1);
             Core::multiply(small, a_hi(s) + a_rows, b_lo(s), 1);
             Core::multiply(part, a_hi(s) + a_rows, b_hi(s), (in_interval == 0 && SPLIT_PARTIALS) ? 0 : 1);
             wgmma::commit();
@@ -112,10 +120,17 @@ struct S13Tf32x3 {
             wgmma::fence_operands(part);
             if constexpr (SPLIT_PARTIALS) wgmma::fence_operands(small);
             pipe.release(s);
-            if (in_interval == TILES_PER_PROMOTE - 1 || t == num_tiles - 1) {
-                // Promotion: the partial sums over PROMOTE_K into the FP32 sums, with IEEE adds.
+            const bool last = t == num_tiles - 1;
+            if (in_interval == TILES_PER_PROMOTE - 1 || last) {
+                // Promotion: the partial sum over PROMOTE_K into the FP32 sums, with IEEE adds (with
+                // SPLIT_PARTIALS, the small products' too where their longer interval ends).
+                if (SPLIT_PARTIALS && (in_small == TILES_PER_SMALL - 1 || last)) {
 #pragma unroll
-                for (int i = 0; i < Core::ACC; ++i) acc[i] += SPLIT_PARTIALS ? part[i] + small[i] : part[i];
+                    for (int i = 0; i < Core::ACC; ++i) acc[i] += part[i] + small[i];
+                } else {
+#pragma unroll
+                    for (int i = 0; i < Core::ACC; ++i) acc[i] += part[i];
+                }
                 wgmma::fence_operands(acc);
             }
         }

@@ -71,7 +71,8 @@ STAGE = Tf32x3(
         Param("block_n", 128, "columns of D per block = wgmma n (FP32 sums + two partial sums: 3 x block_n/2 registers)"),
         Param("block_k", 32, "K per pipeline stage: one 128-byte swizzled row of tf32 (fixed)"),
         Param("stages", 3, "shared-memory stages in flight (four boxes each: A hi/lo, B hi/lo)"),
-        Param("promote_k", 128, "K between promotions of the tensor-core partial sum into FP32 registers"),
+        Param("promote_k", 32, "K between promotions of the tensor-core partial sum (of hi·hi, with split_partials; "
+                               "the small products' every max(promote_k, 512)) into FP32 registers"),
         Param("split_partials", 1, "1: hi·hi in a tensor-core partial sum of its own, lo·hi + hi·lo in another "
                                    "(fewer truncating steps on the large one); 0: one partial sum"),
         Param("group_m", 8, "tile rows per L2 group in the block order"),
