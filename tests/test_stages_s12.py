@@ -313,3 +313,28 @@ def test_explain_tensor_core_model(stage, products, boxes):
     assert r["predicted"]["tflops"] <= tc["tensor_peak_tflops"] / products
     text = explain.format_text(r)
     assert "tensor cores" in text and "TMA boxes" in text
+
+
+@pytest.mark.parametrize("stage,override,variant", [("s12", {}, {"rs": 0}),
+                                                    ("s12", {"block_m": 256, "block_n": 128, "b_regs": 1}, {"rs": 1}),
+                                                    ("s13", {}, {})])
+def test_register_handback_waits_for_every_consumer(stage, override, variant):
+    """The TMA pipeline's exit (copy/tma_pipeline.cuh): the producer warpgroup takes its registers
+    back only after every consumer warp has released its own (consumers bar.arrive at barrier 2
+    after setmaxnreg.dec; the producer bar.syncs on it with the whole block's count). Without it a
+    producer with fewer tiles than stages raced ahead and the consumers' setmaxnreg.inc hung
+    (H200, s12 RS at K <= 33)."""
+    from gemmlab.analysis import sass
+    from gemmlab.api import kernel_for
+
+    spec = get(stage)
+    cfg = spec.config(override)
+    ck = kernel_for(spec, cfg, variant, "sm_90")
+    insns = sass.instructions(ck.cubin)
+    threads = hex(spec.launch_threads(cfg, variant))
+    ops = [(i.op, i.operands.replace(" ", "")) for i in insns]
+    dealloc = [n for n, (op, _) in enumerate(ops) if op.startswith("USETMAXREG.DEALLOC")]
+    arrive = [n for n, (op, arg) in enumerate(ops) if op == "BAR.ARV" and arg == f"0x2,{threads}"]
+    sync2 = [n for n, (op, arg) in enumerate(ops) if op.startswith("BAR.SYNC") and arg == f"0x2,{threads}"]
+    assert arrive and sync2, sorted({o for o in ops if o[0].startswith("BAR")})
+    assert any(d < arrive[0] for d in dealloc)  # the consumers' decrease comes before their arrival

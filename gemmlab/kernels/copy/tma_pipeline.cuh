@@ -65,15 +65,19 @@ struct TmaPipeline {
     __device__ __forceinline__ static bool is_producer() { return threadIdx.x == PRODUCER_THREAD; }
 
     // The producer warpgroup: fewer registers while it streams; back to the launch count at the
-    // end (the wrapper's code after run() is compiled for it; the increase waits until the
-    // consumers have released theirs).
+    // end (the wrapper's code after run(), its batch loop, is compiled for that count).
+    // The order matters: the producer's increase must come after every consumer warp has given
+    // its registers back (consumer_exit arrives at barrier 2 after its decrease). Without that, a
+    // producer with few tiles (num_tiles < STAGES: it never waits for the consumers) took its
+    // registers back before the consumers had raised theirs, and their increase waited forever
+    // (H200, s12 RS variant at K <= 33: hung).
     __device__ __forceinline__ static void producer_enter() {
         if constexpr (REBALANCE) async::setmaxnreg_dec<PRODUCER_REGS>();
     }
     __device__ __forceinline__ static void producer_exit() {
         __syncwarp();
         if constexpr (REBALANCE) {
-            async::named_barrier_sync(2, 128);
+            async::named_barrier_sync(2, THREADS);  // the producer warpgroup + every consumer's arrival
             async::setmaxnreg_inc<LAUNCH_REGS>();
         }
     }
@@ -84,6 +88,7 @@ struct TmaPipeline {
         if constexpr (REBALANCE) {
             async::named_barrier_sync(1, CONSUMERS);
             async::setmaxnreg_dec<LAUNCH_REGS>();
+            async::named_barrier_arrive(2, THREADS);  // the producer may take its registers back now
         }
     }
 

@@ -11,6 +11,12 @@ __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
     asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
+// Arrive at named barrier `id` without waiting (bar.arrive): the warps that bar.sync on it wait
+// until `threads` threads in all have arrived or synced.
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
 // setmaxnreg (sm_90a): the executing warpgroup's per-thread register limit becomes N, registers
 // going to / coming from the block's pool (.inc waits until the pool has them). Every warp of the
 // warpgroup executes it, converged; the warpgroup must synchronise between two of them.
