@@ -321,9 +321,8 @@ def test_explain_tensor_core_model(stage, products, boxes):
 def test_register_handback_waits_for_every_consumer(stage, override, variant):
     """The TMA pipeline's exit (copy/tma_pipeline.cuh): the producer warpgroup takes its registers
     back only after every consumer warp has released its own (consumers bar.arrive at barrier 2
-    after setmaxnreg.dec; the producer bar.syncs on it with the whole block's count). Without it a
-    producer with fewer tiles than stages raced ahead and the consumers' setmaxnreg.inc hung
-    (H200, s12 RS at K <= 33)."""
+    after setmaxnreg.dec; the producer bar.syncs on it with the whole block's count), so a
+    producer with fewer tiles than stages cannot take them back before the consumers raised theirs."""
     from gemmlab.analysis import sass
     from gemmlab.api import kernel_for
 
@@ -338,3 +337,38 @@ def test_register_handback_waits_for_every_consumer(stage, override, variant):
     sync2 = [n for n, (op, arg) in enumerate(ops) if op.startswith("BAR.SYNC") and arg == f"0x2,{threads}"]
     assert arrive and sync2, sorted({o for o in ops if o[0].startswith("BAR")})
     assert any(d < arrive[0] for d in dealloc)  # the consumers' decrease comes before their arrival
+
+
+@pytest.mark.parametrize("stage,override,variant", [("s12", {"block_m": 256, "block_n": 128}, {"rs": 0}),
+                                                    ("s12", {"block_m": 64, "block_n": 256, "b_regs": 1}, {"rs": 1}),
+                                                    ("s12", {}, {"rs": 0}), ("s12", {"block_m": 64}, {"rs": 0}),
+                                                    ("s12", {"block_m": 192, "block_n": 128}, {"rs": 0}),
+                                                    ("s13", {"block_m": 256, "block_n": 32}, {})])
+def test_setmaxnreg_fits_the_blocks_launch_allocation(stage, override, variant):
+    """setmaxnreg draws on the block's own registers (threads x the launch count, multiples of 8),
+    not the SM's 64K. With 640 threads (block_m=256: four consumer warpgroups) each thread is
+    launched with 96; consumers asking for 112 waited in setmaxnreg.inc forever (H200: every
+    block_m=256 s12 test hung). The SASS's requests must fit what the block holds."""
+    import re
+
+    from gemmlab.analysis import sass
+    from gemmlab.api import kernel_for
+    from gemmlab.stages.s12_wgmma_tf32 import PRODUCER_REGS, consumer_regs, launch_regs
+
+    spec = get(stage)
+    cfg = spec.config(override)
+    threads = spec.launch_threads(cfg, variant)
+    consumers = threads - 128
+    ck = kernel_for(spec, cfg, variant, "sm_90")
+    insns = sass.instructions(ck.cubin)
+    asks = [(i.op.split(".")[1], int(re.search(r"0x[0-9a-f]+", i.operands).group(0), 16))
+            for i in insns if i.op.startswith("USETMAXREG")]
+    pool = launch_regs(threads) * threads
+    mine = consumer_regs(cfg, consumers // 128)
+    assert consumers * mine + 128 * PRODUCER_REGS <= pool
+    if mine > launch_regs(threads):  # rebalanced: producer down and back, consumers up and back
+        assert sorted(set(asks)) == sorted({("DEALLOC", PRODUCER_REGS), ("DEALLOC", launch_regs(threads)),
+                                            ("TRY_ALLOC", mine), ("TRY_ALLOC", launch_regs(threads))}), asks
+    else:
+        assert asks == [], asks
+    assert consumer_regs(cfg, consumers // 128) <= 240

@@ -29,11 +29,21 @@ SWIZZLE = 128
 PRODUCER_REGS = 40
 
 
+def launch_regs(threads: int) -> int:
+    """TmaPipeline::LAUNCH_REGS: registers per thread at launch (__launch_bounds__(threads, 1)),
+    whole multiples of 8, at most 248."""
+    raw = 65536 // threads // 8 * 8
+    return 248 if raw > 255 else raw
+
+
 def consumer_regs(cfg, warpgroups: int | None = None) -> int:
     """TmaPipeline::CONSUMER_REGS (kernels/copy/tma_pipeline.cuh): what each consumer thread gets
-    after setmaxnreg, with one consumer warpgroup per 64 rows (or ``warpgroups`` of them)."""
+    after setmaxnreg, with one consumer warpgroup per 64 rows (or ``warpgroups`` of them). The
+    pool setmaxnreg draws on is what the block was launched with (threads x launch registers),
+    not the SM's 64K: 640 threads get 96 each (61440), so the consumers can have 104, not 112."""
     consumers = 128 * (warpgroups if warpgroups is not None else cfg["block_m"] // 64)
-    return min(240, (65536 - 128 * PRODUCER_REGS) // consumers // 8 * 8)
+    pool = launch_regs(consumers + 128) * (consumers + 128)
+    return min(240, (pool - 128 * PRODUCER_REGS) // consumers // 8 * 8)
 
 
 def b_n_major_ready(p: Problem) -> bool:

@@ -32,11 +32,16 @@ struct TmaPipeline {
     static constexpr int PRODUCER_THREAD = CONSUMERS;
     static_assert(CONSUMERS % 128 == 0 && THREADS <= 1024, "whole consumer warpgroups, at most 1024 threads");
     // Registers: the launch cap (launch bounds THREADS, 1) is what the block's 64K give each
-    // thread; the producer drops to PRODUCER_REGS and the consumers share the rest (at most 240).
+    // thread, in multiples of 8; the producer drops to PRODUCER_REGS and the consumers share the
+    // rest (at most 240). The rest is of the block's own allocation, THREADS x LAUNCH_REGS, not of
+    // the SM's 64K: with 640 threads (96 each, 61440 in all) consumers asking for 112 waited in
+    // setmaxnreg.inc forever (H200, s12 block_m=256: hung); they get 104.
     static constexpr int LAUNCH_REGS_RAW = 65536 / THREADS / 8 * 8;
     static constexpr int LAUNCH_REGS = LAUNCH_REGS_RAW > 255 ? 248 : LAUNCH_REGS_RAW;
     static constexpr int PRODUCER_REGS = 40;
-    static constexpr int POOL_REGS = (65536 - 128 * PRODUCER_REGS) / CONSUMERS / 8 * 8;
+    static constexpr int POOL_REGS = (THREADS * LAUNCH_REGS - 128 * PRODUCER_REGS) / CONSUMERS / 8 * 8;
+    static_assert(CONSUMERS * (POOL_REGS < 240 ? POOL_REGS : 240) + 128 * PRODUCER_REGS <= THREADS * LAUNCH_REGS,
+                  "setmaxnreg: the warpgroups' registers must fit in the block's launch allocation");
     static constexpr int CONSUMER_REGS = POOL_REGS < 240 ? POOL_REGS : 240;
     static constexpr bool REBALANCE = CONSUMER_REGS > LAUNCH_REGS;
     static_assert(STAGES >= 2 && STAGES <= 8, "stages must be 2..8");
@@ -66,11 +71,10 @@ struct TmaPipeline {
 
     // The producer warpgroup: fewer registers while it streams; back to the launch count at the
     // end (the wrapper's code after run(), its batch loop, is compiled for that count).
-    // The order matters: the producer's increase must come after every consumer warp has given
-    // its registers back (consumer_exit arrives at barrier 2 after its decrease). Without that, a
-    // producer with few tiles (num_tiles < STAGES: it never waits for the consumers) took its
-    // registers back before the consumers had raised theirs, and their increase waited forever
-    // (H200, s12 RS variant at K <= 33: hung).
+    // The order matters: the producer's increase comes after every consumer warp has given its
+    // registers back (consumer_exit arrives at barrier 2 after its decrease). A producer with
+    // fewer tiles than stages never waits for the consumers, and could otherwise take its
+    // registers back before they had raised theirs, leaving their increase waiting.
     __device__ __forceinline__ static void producer_enter() {
         if constexpr (REBALANCE) async::setmaxnreg_dec<PRODUCER_REGS>();
     }
