@@ -3,6 +3,7 @@ accuracy contract's inputs (U(-1,1), N(0,1), U(0,1), wide exponents; K = 1024, 4
 Prints one line per case; writes JSON to the path given (docs/stages/s12-s13.md quotes it).
 Usage: tf32x3_accuracy.py [OUT.json [SIZE [PK,PK,..]]] (SIZE x SIZE outputs, default 512)."""
 import json
+import os
 import sys
 
 import torch
@@ -33,7 +34,8 @@ def main(out_path=None, size=512, promote=(32, 64, 128, 256)):
             print(" ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()), flush=True)
     if out_path:
         with open(out_path, "w") as f:
-            json.dump({"size": size, "rows": rows, "gpu": torch.cuda.get_device_name()}, f, indent=1)
+            json.dump({"size": size, "rows": rows, "gpu": torch.cuda.get_device_name(),
+                       "commit": os.environ.get("GEMMLAB_GIT_COMMIT")}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -119,20 +119,26 @@ def sweep_precision_section() -> list[str]:
 
 
 def accuracy_section() -> list[str]:
-    path = RES / "tf32x3" / "tf32x3_accuracy.json"
-    if not path.is_file():
-        return []
-    doc = json.loads(path.read_text())
-    rel = path.relative_to(ROOT)
-    cols = [c for c in ("cublas_fp32", "s11_ieee", "s13_pk32", "s13_pk64", "s13_pk128", "s13_pk256")
-            if c in doc["rows"][0]]
-    lines = ["### 3xTF32 accuracy against float64", "",
-             f"From `{rel}` (`scripts/tf32x3_accuracy.py`, {doc['size']}x{doc['size']} outputs; relative Frobenius "
-             "error; s13 at several `promote_k`, with its default `split_partials=1`):", "",
-             "| K | data | " + " | ".join(cols) + " |", "| ---: | --- | " + " | ".join("---:" for _ in cols) + " |"]
-    for r in doc["rows"]:
-        lines.append(f"| {r['K']} | {r['data']} | " + " | ".join(f"{r[c]:.2g}" for c in cols) + " |")
-    return lines + [""]
+    lines = []
+    for name in ("tf32x3_accuracy-2048.json", "tf32x3_accuracy.json"):
+        path = RES / "tf32x3" / name
+        if not path.is_file():
+            continue
+        doc = json.loads(path.read_text())
+        rel = path.relative_to(ROOT)
+        cols = [c for c in ("cublas_fp32", "s11_ieee", "s13_pk32", "s13_pk64", "s13_pk128", "s13_pk256")
+                if c in doc["rows"][0]]
+        size = doc["size"]
+        lines += [f"### 3xTF32 accuracy against float64, {size}x{size} outputs", "",
+                  f"From `{rel}` (`scripts/tf32x3_accuracy.py`, commit {doc.get('commit') or 'not recorded'}; "
+                  "relative Frobenius error; s13 at several `promote_k`, with its default `split_partials=1`"
+                  + ("; the accuracy contract test's size" if size == 2048 else
+                     "; cuBLAS splits K at this size, which is very accurate on positive data") + "):", "",
+                  "| K | data | " + " | ".join(cols) + " |", "| ---: | --- | " + " | ".join("---:" for _ in cols) + " |"]
+        for r in doc["rows"]:
+            lines.append(f"| {r['K']} | {r['data']} | " + " | ".join(f"{r[c]:.2g}" for c in cols) + " |")
+        lines.append("")
+    return lines
 
 
 def training_section() -> list[str]:
@@ -160,8 +166,15 @@ def profile_section() -> list[str]:
         return []
     from gemmlab.analysis import profile
 
+    first = json.loads(sorted((RES / "profile").glob("profile-*.json"))[0].read_text())
+    prov = first.get("provenance", {}) if isinstance(first, dict) else {}
+    commit = (prov.get("git") or {}).get("commit") or "not recorded"
+    s13 = next((r for r in docs if r.get("stage") == "s13" and r.get("config")), None)
+    pk = f" s13 ran with promote_k={s13['config'].get('promote_k')} then." if s13 else ""
     return ["### The models against the hardware counters (gemmlab profile)", "",
-            "From `results/h200/profile/` (`gemmlab profile --all --size 2048,4096`; ncu, clocks not locked):", "",
+            f"From `results/h200/profile/` (`gemmlab profile --all --size 2048,4096`, commit {commit}; ncu, clocks "
+            "not locked; the kernel alone, without s12/s13's operand pre-passes; TC: tensor pipe, derived from the "
+            f"FLOPs, ncu's time and clock where ncu has no counter).{pk} What the misses mean: docs/models.md.", "",
             profile.format_markdown(docs).rstrip(), ""]
 
 

@@ -259,3 +259,26 @@ def test_a_lost_run_is_retried(tmp_path):
     assert len(texts) == 3 and any("again, alone: s02" in x for x in lines)
     assert any(x.startswith("profile: [1/3] s01 64x64x64 nn") for x in lines)   # progress from the child's tags
     assert any("9 passes" in x for x in lines)
+
+
+def test_tensor_pipe_derived_where_ncu_has_no_counter():
+    """ncu 2025.3 on the H200 reports no gmma pipe counter: the measured share comes from the
+    kernel's tensor FLOPs, its measured time and its measured clock (peak scaled to that clock)."""
+    from gemmlab.analysis import profile as prof
+
+    model = prof.model_side("s13", 4096, 4096, 4096)
+    work = model["tensor_work"]
+    assert work["flop"] == 3 * 2 * 4096 ** 3          # three products per output (3xTF32)
+    measured = {"quantities": {"tensor_pipe": None, "time_s": 1e-3}, "clock_hz": work["peak_clock_hz"] / 2}
+    prof.derive_tensor_pipe(measured, work)
+    want = work["flop"] / (1e-3 * work["peak_flop_per_s"] / 2)
+    assert measured["quantities"]["tensor_pipe"] == pytest.approx(want)
+    assert measured["tensor_pipe_source"].startswith("derived")
+    counted = {"quantities": {"tensor_pipe": 0.5, "time_s": 1e-3}, "clock_hz": 1e9}
+    prof.derive_tensor_pipe(counted, work)
+    assert counted["quantities"]["tensor_pipe"] == 0.5 and counted["tensor_pipe_source"] == "counter"
+    assert prof.model_side("s11", 4096, 4096, 4096)["tensor_work"] is None   # SIMT: FMA pipe instead
+    # the README table shows the tensor pipe of a wgmma stage, marked TC
+    res = {"stage": "s13", "requested_stage": "s13", "shape": [4096] * 3, "model": model,
+           "measured": {"quantities": {**measured["quantities"]}}, "largest_miss": None}
+    assert "| TC " in prof.format_markdown([res])

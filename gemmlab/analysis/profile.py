@@ -135,11 +135,14 @@ def model_side(stage: str, M: int, N: int, K: int, layout: str = "nn", config: d
                   "ipc": m["ipc_active"], "time_s": m["time_s"]})
     elif ctx["stage"] in _MEMORY_BOUND:   # skinny: a GEMV, its time is its DRAM traffic
         q["time_s"] = (traffic["dram_read_bytes"] + traffic["dram_write_bytes"]) / lim.dram_bytes_per_s
-    else:
-        q.update(_tensor_core_side(ctx, M, N, K, lim))
+    tensor = {}
+    if not m.get("available") and ctx["stage"] not in _MEMORY_BOUND:
+        tensor = _tensor_core_side(ctx, M, N, K, lim)
+        q.update({k: tensor[k] for k in ("time_s", "tensor_pipe") if k in tensor})
     return {
         "stage": ctx["stage"], "name": ctx["name"], "config": ctx["config"], "variant": ctx["variant"],
         "kernel": ctx["kernel"], "split_k": ctx["splits"], "quantities": q,
+        "tensor_work": {k: tensor[k] for k in ("flop", "peak_flop_per_s", "peak_clock_hz") if k in tensor} or None,
         "smem": {k: {"wavefronts": v.get("wavefronts"), "ideal": v.get("ideal"), "instructions": v.get("instructions")}
                  for k, v in smem.items()},
         "occupancy": {k: ctx["occupancy"][k] for k in ("blocks_per_sm", "limited_by", "warps_per_sm", "occupancy")},
@@ -167,8 +170,10 @@ def _tensor_core_side(ctx: dict, M: int, N: int, K: int, lim) -> dict:
         tc = explain.tensor_core_model(spec, ctx["config"], M, N, K, lim, wv, tuple(ctx["grid"]))
         times = {k: v - tc["times_s"].get("prepass", 0.0) for k, v in tc["times_s"].items() if k != "prepass"}
         t = max(times.values()) / (wv.get("efficiency") or 1.0)
-        busy = tc["products_per_output"] * 2.0 * M * N * K / (tc["tensor_peak_tflops"] * 1e12)
-        return {"time_s": t, "tensor_pipe": busy / t if t else None}
+        flop = tc["products_per_output"] * 2.0 * M * N * K
+        busy = flop / (tc["tensor_peak_tflops"] * 1e12)
+        return {"time_s": t, "tensor_pipe": busy / t if t else None, "flop": flop,
+                "peak_flop_per_s": tc["tensor_peak_tflops"] * 1e12, "peak_clock_hz": lim.clock_ghz * 1e9}
     except Exception:   # the model side must not stop a profile that has measured
         return {}
 
@@ -250,7 +255,8 @@ QUANTITIES = [
      "alone, each store costs what the bank model says (bank probe); in the kernel ncu counts 1-10% more, "
      "the stores meeting other warps' shared traffic"),
     ("fma_pipe", "FMA pipe busy", "pct", "FFMAs over the modelled time (issue_model.py)"),
-    ("tensor_pipe", "tensor pipe busy", "pct", "not modelled for the SIMT stages"),
+    ("tensor_pipe", "tensor pipe busy", "pct", "the tensor-core model's time against the pipe's; measured: ncu's "
+                                                "counter, else derived from the FLOPs, the time and the clock"),
     ("issue_active", "issue active", "pct", "instructions over the modelled time (issue_model.py)"),
     ("achieved_occupancy", "achieved occupancy", "pct",
      "the model's resident warps; the last round and block start-up lower the measured average"),
@@ -352,7 +358,7 @@ def format_markdown(results: list[dict]) -> str:
         rows.extend(doc.get("results", []) if isinstance(doc, dict) and "results" in doc else
                     (doc if isinstance(doc, list) else [doc]))
     head = ("| stage | size | time ms model / ncu | DRAM read MB model / ncu | L2 read GB model / ncu | "
-            "L2 read hit model / ncu | smem wavefronts per load model / ncu | FMA pipe model / ncu | largest miss |")
+            "L2 read hit model / ncu | smem wavefronts per load model / ncu | FMA (or TC: tensor) pipe % model / ncu | largest miss |")
     lines = [head, "|" + "---|" * 9]
 
     def pair(res, key, scale, digits):
@@ -362,6 +368,12 @@ def format_markdown(results: list[dict]) -> str:
         fa = "-" if a is None else f"{a * scale:.{digits}f}"
         fb = "-" if b is None else f"{b * scale:.{digits}f}"
         return f"{fa} / {fb}"
+
+    def pipe(res):  # the FMA pipe of a SIMT stage, the tensor pipe (marked TC) of a wgmma stage
+        mq = (res.get("model") or {}).get("quantities", {})
+        if mq.get("fma_pipe") is None and mq.get("tensor_pipe") is not None:
+            return "TC " + pair(res, "tensor_pipe", 100, 1)
+        return pair(res, "fma_pipe", 100, 1)
 
     order = {}
     for res in rows:
@@ -375,7 +387,7 @@ def format_markdown(results: list[dict]) -> str:
         order[(res.get("requested_stage") == "auto", res["stage"], M * N * K)] = (
             f"| {name} | {size} | {pair(res, 'time_s', 1e3, 3)} | {pair(res, 'dram_read_bytes', 1e-6, 0)} | "
             f"{pair(res, 'l2_read_bytes', 1e-9, 2)} | {pair(res, 'l2_read_hit', 100, 1)} | "
-            f"{pair(res, 'smem_ld_wavefronts_per_inst', 1, 2)} | {pair(res, 'fma_pipe', 100, 1)} | {miss} |")
+            f"{pair(res, 'smem_ld_wavefronts_per_inst', 1, 2)} | {pipe(res)} | {miss} |")
     lines += [order[k] for k in sorted(order)]
     return "\n".join(lines)
 
@@ -592,10 +604,27 @@ def result(job: dict, launch: dict | None, tag: dict | None, lim=None) -> dict:
 
         nominal = (lim or occupancy.limits("sm_90")).clock_ghz * 1e9
         mq["time_s"] = mq["time_s"] * nominal / clock
+    derive_tensor_pipe(measured, model.get("tensor_work"))
     res["measured"] = measured
     res["rows"], res["largest_miss"] = compare(model, measured)
     res["ncu_metrics"] = launch["metrics"]
     return res
+
+
+def derive_tensor_pipe(measured: dict, work: dict | None) -> None:
+    """Where ncu has no tensor-pipe counter for wgmma (ncu 2025.3 on the H200 returns none for
+    sm__pipe_tensor_op_gmma_cycles_active), the measured share from the kernel's tensor FLOPs, its
+    measured time and the clock it ran at: flop / (time x peak x clock / peak clock). Marked as
+    derived in ``measured["tensor_pipe_source"]``."""
+    q = measured.get("quantities", {})
+    if q.get("tensor_pipe") is not None:
+        measured["tensor_pipe_source"] = "counter"
+        return
+    clock, t = measured.get("clock_hz"), q.get("time_s")
+    if not work or not clock or not t:
+        return
+    q["tensor_pipe"] = work["flop"] / (t * work["peak_flop_per_s"] * clock / work["peak_clock_hz"])
+    measured["tensor_pipe_source"] = "derived: tensor FLOPs / (ncu time x peak at the measured clock)"
 
 
 def precompile(jobs: list[dict], log=print) -> None:
