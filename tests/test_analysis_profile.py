@@ -282,3 +282,16 @@ def test_tensor_pipe_derived_where_ncu_has_no_counter():
     res = {"stage": "s13", "requested_stage": "s13", "shape": [4096] * 3, "model": model,
            "measured": {"quantities": {**measured["quantities"]}}, "largest_miss": None}
     assert "| TC " in prof.format_markdown([res])
+
+
+def test_split_operands_are_read_twice():
+    """s13's kernel reads a hi and a lo TF32 copy of A and B (8 bytes per element): the traffic
+    model counts both (H200, 4096³: ncu read 922.8 MB from DRAM; 8 bytes per element gives 922.7)."""
+    from gemmlab.analysis import profile as prof
+
+    s13 = prof.model_side("s13", 4096, 4096, 4096)["quantities"]
+    assert s13["dram_read_bytes"] == pytest.approx(922.8e6, rel=0.01)      # ncu, results/h200/profile
+    assert s13["dram_read_bytes"] >= 8 * 2 * 4096 * 4096                   # at least hi + lo once
+    assert s13["l2_write_bytes"] == 4 * 4096 * 4096                       # D stays FP32
+    s12 = prof.model_side("s12", 4096, 4096, 4096)["quantities"]
+    assert s12["dram_read_bytes"] < 0.45 * s13["dram_read_bytes"]

@@ -114,8 +114,12 @@ def model_side(stage: str, M: int, N: int, K: int, layout: str = "nn", config: d
     m = issue_model.stage_model(stage, M, N, K, config, layout, arch, lim, split_k=split_k)
     ctx = m["context"]
     spec_bm, spec_bn = ctx["block_tile"]
+    from ..stages import get as get_stage
+
+    split_operands = getattr(get_stage(ctx["stage"]), "operand_split", False)
     traffic = waves.dram_traffic(M, N, K, spec_bm, spec_bn, lim.sms, max(1, ctx["occupancy"]["blocks_per_sm"]),
-                                 ctx["group_m"], lim.l2_bytes, ctx["splits"])
+                                 ctx["group_m"], lim.l2_bytes, ctx["splits"],
+                                 operand_elem=8 if split_operands else None)  # s13: hi + lo copies
     smem = ctx["smem"] or {}
     nest = m.get("nest") or {}
     # cp.async / TMA fill shared memory without STS: then ncu counts no store instructions
@@ -205,7 +209,8 @@ def measured_side(metrics: dict) -> dict:
 
     tex_rd, all_rd = g("lts__t_sectors_srcunit_tex_op_read.sum"), g("lts__t_sectors_op_read.sum")
     tex_wr, all_wr = g("lts__t_sectors_srcunit_tex_op_write.sum"), g("lts__t_sectors_op_write.sum")
-    # TMA (s11) reads L2 without going through L1TEX: then only the all-sources count sees it
+    # Should a copy engine's reads not go through L1TEX, only the all-sources count would see them
+    # (fallback; on the H200 the L1TEX-sourced count recorded s11's and s12's TMA reads in full)
     use_all = tex_rd is not None and all_rd and tex_rd < 0.1 * all_rd
     l2_read = (all_rd if use_all else tex_rd)
     hit = ratio("lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum", "lts__t_sectors_srcunit_tex_op_read.sum")
@@ -252,7 +257,7 @@ QUANTITIES = [
      "the bank model on the stage's real addressing (banks.py), equal to ncu on every stage so far: "
      "a miss here is a bank-model bug"),
     ("smem_st_wavefronts_per_inst", "smem wavefronts / store", "num",
-     "alone, each store costs what the bank model says (bank probe); in the kernel ncu counts 1-10% more, "
+     "alone, each store costs what the bank model says (bank probe); in the kernel ncu counts 1-16% more, "
      "the stores meeting other warps' shared traffic"),
     ("fma_pipe", "FMA pipe busy", "pct", "FFMAs over the modelled time (issue_model.py)"),
     ("tensor_pipe", "tensor pipe busy", "pct", "the tensor-core model's time against the pipe's; measured: ncu's "

@@ -111,7 +111,8 @@ def report(M: int, N: int, block_m: int, block_n: int, sms: int, blocks_per_sm: 
 
 
 def dram_traffic(M: int, N: int, K: int, block_m: int, block_n: int, sms: int, blocks_per_sm: int,
-                 group_m: int = 1, l2_bytes: int = 60 * 1024 * 1024, splits: int = 1, elem: int = 4) -> dict:
+                 group_m: int = 1, l2_bytes: int = 60 * 1024 * 1024, splits: int = 1, elem: int = 4,
+                 operand_elem: int | None = None) -> dict:
     """Bytes the kernel moves between L2 and DRAM and between the SMs and L2 (beta = 0), for
     ``gemmlab profile`` to set against ncu (which flushes L2 before the kernel and counts only
     what happens while it runs).
@@ -126,11 +127,15 @@ def dram_traffic(M: int, N: int, K: int, block_m: int, block_n: int, sms: int, b
     - **L2 writes**: C (and split-K partials): M x N x splits elements.
     - **DRAM writes**: those, less the last round's output, which is still dirty in L2 when the
       kernel ends (up to half of L2).
+
+    ``operand_elem``: bytes per element of A and B as the kernel reads them, where that differs
+    from C's ``elem`` (s13 reads a hi and a lo TF32 copy of each: 8).
     """
+    op = elem if operand_elem is None else operand_elem
     tiles_m, tiles_n = math.ceil(M / block_m), math.ceil(N / block_n)
     k_split = math.ceil(K / max(1, splits))
-    a_bytes, b_bytes, c_bytes = elem * M * K, elem * K * N, elem * M * N * splits
-    l2_read = elem * tiles_m * tiles_n * (block_m + block_n) * K
+    a_bytes, b_bytes, c_bytes = op * M * K, op * K * N, elem * M * N * splits
+    l2_read = op * tiles_m * tiles_n * (block_m + block_n) * K
     capacity = max(1, sms * blocks_per_sm)
     a_resident, b_resident = a_bytes <= l2_bytes / 2, b_bytes <= l2_bytes / 2
     if not tiles_m or not tiles_n or not K:
@@ -138,8 +143,8 @@ def dram_traffic(M: int, N: int, K: int, block_m: int, block_n: int, sms: int, b
     else:
         spans = wave_spans(tiles_m, tiles_n, capacity, group_m, max_waves=1 << 30) if splits == 1 else \
             wave_spans(tiles_m, tiles_n, max(1, capacity // splits), group_m, max_waves=1 << 30)
-    waves_a = sum(wm * block_m for _, wm, _ in spans) * K * elem
-    waves_b = sum(wn * block_n for _, _, wn in spans) * K * elem
+    waves_a = sum(wm * block_m for _, wm, _ in spans) * K * op
+    waves_b = sum(wn * block_n for _, _, wn in spans) * K * op
     dram_a = a_bytes if a_resident else max(a_bytes, waves_a)
     dram_b = b_bytes if b_resident else max(b_bytes, waves_b)
     if a_bytes + b_bytes + c_bytes <= l2_bytes:   # everything fits: each byte once
