@@ -13,6 +13,9 @@ step() { echo "=== $* ($(date +%T))"; }
 for what in "$@"; do
   case "$what" in
     tests|tests-a|tests-b)
+      # --timeout-method thread: a test stuck in a CUDA call (a hung kernel cannot be interrupted by
+      # a signal) kills its xdist worker after 300 s, which xdist reports as a failure by name and
+      # replaces; with the signal method a hang stalled its worker, and the run, to the call's limit.
       # -v: every test's outcome is logged as it finishes, so a call stopped at its limit still
       # brings back the names of the failures so far (the log goes straight to $OUT). The whole
       # suite may need more than one 10-minute call: tests-a (the stage files) and tests-b (the rest).
@@ -22,14 +25,14 @@ for what in "$@"; do
         tests-b) files=$(ls tests/test_*.py | grep -v -E "test_stages_|test_skinny") ;;
       esac
       step "pytest -m gpu ($what)"
-      python3 -m pytest -m gpu -v -rf -n ${NPROC:-16} --timeout 300 --durations=25 -p no:cacheprovider $files \
+      python3 -m pytest -m gpu -v -rf -n ${NPROC:-16} --timeout 300 --timeout-method thread --durations=25 -p no:cacheprovider $files \
         > "$OUT/gpu_$what.txt" 2>&1
       grep -E "(^| )(FAILED|ERROR) " "$OUT/gpu_$what.txt" | sed -E 's/^\[gw[0-9]+\] \[ *[0-9]+%\] //' | sort -u | tail -40
       tail -1 "$OUT/gpu_$what.txt"
       summary+=("$what: $(tail -1 "$OUT/gpu_$what.txt")") ;;
     tests-quick)
       step "pytest -m gpu (quick)"
-      python3 -m pytest -m gpu -q -n 8 --timeout 300 -p no:cacheprovider --maxfail=80 tests/test_gpu_api.py 2>&1 \
+      python3 -m pytest -m gpu -q -n 8 --timeout 300 --timeout-method thread -p no:cacheprovider --maxfail=80 tests/test_gpu_api.py 2>&1 \
         | tee "$RES/gpu_tests.txt" | grep -E "passed|failed|FAILED|Error" | tail -80
       summary+=("tests: $(tail -1 "$RES/gpu_tests.txt")") ;;
     ladder)
@@ -68,7 +71,7 @@ for what in "$@"; do
       bash scripts/ncu_short.sh 2>&1 | tee "$RES/ncu_short.txt" | tail -40 ;;
     torch-tests)
       step "pytest -m gpu: torch ops, enable()"
-      python3 -m pytest -m gpu -q -n 8 --timeout 300 -p no:cacheprovider tests/test_torch_ops.py tests/test_torch_enable.py 2>&1 \
+      python3 -m pytest -m gpu -q -n 8 --timeout 300 --timeout-method thread -p no:cacheprovider tests/test_torch_ops.py tests/test_torch_enable.py 2>&1 \
         | tee "$RES/gpu_tests_torch.txt" | grep -E "passed|failed|FAILED|Error" | tail -30 ;;
     training)
       step "training step: TransformerEncoder, torch vs gemmlab"
@@ -112,7 +115,7 @@ for what in "$@"; do
     tests-list)
       step "pytest -m gpu on the tests listed in \$GPU_TESTS"
       mapfile -t listed < "$GPU_TESTS"  # one node id per line (ids may hold spaces)
-      python3 -m pytest -m gpu -v -rf -n ${NPROC:-16} --timeout 300 --durations=15 -p no:cacheprovider \
+      python3 -m pytest -m gpu -v -rf -n ${NPROC:-16} --timeout 300 --timeout-method thread --durations=15 -p no:cacheprovider \
         "${listed[@]}" > "$OUT/gpu_tests_list.txt" 2>&1
       grep -E "(^| )(FAILED|ERROR) " "$OUT/gpu_tests_list.txt" | sed -E 's/^\[gw[0-9]+\] \[ *[0-9]+%\] //' | sort -u | tail -40
       tail -1 "$OUT/gpu_tests_list.txt" ;;
