@@ -181,14 +181,12 @@ def _register():
 # Each: (dispatch key set, the aten arguments). gemmlab runs the call when every tensor is float32
 # on one device and the shapes fit; else, or where gemmlab refuses it, torch's own kernel does.
 
-_o_mm = _o_mm_out = _o_addmm = _o_addmm_out = _o_bmm = _o_bmm_out = _o_baddbmm = _o_baddbmm_out = None
-_c_mm, _c_mm_out, _c_addmm, _c_addmm_out, _c_bmm, _c_bmm_out, _c_baddbmm, _c_baddbmm_out = (_counts[op] for op in OPS)
+_torch_kernel = {op: None for op in OPS}  # torch's own kernel per overload, bound at registration
 
 
 def _bind_originals():
-    global _o_mm, _o_mm_out, _o_addmm, _o_addmm_out, _o_bmm, _o_bmm_out, _o_baddbmm, _o_baddbmm_out
-    (_o_mm, _o_mm_out, _o_addmm, _o_addmm_out, _o_bmm, _o_bmm_out, _o_baddbmm, _o_baddbmm_out) = (
-        _orig[(_KEY, op)] for op in OPS)
+    for op in OPS:
+        _torch_kernel[op] = _orig[(_KEY, op)]
 
 
 def _gemm(a, b, c, alpha, beta, out, precision):
@@ -224,33 +222,6 @@ def _other(t, like) -> bool:
     return t.dtype is _F32 and t.get_device() == like.get_device()
 
 
-def _mm(ks, self, mat2):
-    s = _state
-    if s is not None and _two(self, mat2, 2):
-        try:
-            r = _gemm(self, mat2, None, 1.0, 0.0, None, s.precision)
-            _c_mm[0] += 1
-            return r
-        except GemmlabError as e:
-            _refused("mm", e, s, self, mat2)
-    _c_mm[1] += 1
-    return _o_mm.call_boxed(ks, self, mat2)
-
-
-def _mm_out(ks, self, mat2, *, out):
-    s = _state
-    if (s is not None and _two(self, mat2, 2) and _other(out, self)
-            and out.shape == (self.shape[0], mat2.shape[1])):
-        try:
-            _gemm(self, mat2, None, 1.0, 0.0, out, s.precision)
-            _c_mm_out[0] += 1
-            return out
-        except GemmlabError as e:
-            _refused("mm.out", e, s, self, mat2)
-    _c_mm_out[1] += 1
-    return _o_mm_out.call_boxed(ks, self, mat2, out=out)
-
-
 def _c_of(self, shape, beta):
     """addmm's / baddbmm's self broadcast to the product's shape (None when beta is 0: not
     read), or False when it does not broadcast (torch then says why)."""
@@ -264,97 +235,71 @@ def _c_of(self, shape, beta):
         return False
 
 
-def _addmm(ks, self, mat1, mat2, *, beta=1, alpha=1):
-    s = _state
-    if (s is not None and _two(mat1, mat2, 2) and _other(self, mat1)
-            and type(beta) in _REAL and type(alpha) in _REAL):
-        c = _c_of(self, (mat1.shape[0], mat2.shape[1]), beta)
-        if c is not False:
+def _product_kernels(mul: str, add: str, rank: int) -> dict:
+    """The four aten kernels of one product of rank-``rank`` operands: ``mul`` (mm, bmm), ``add``
+    (addmm, baddbmm: beta * self + alpha * product) and the .out form of each."""
+    mul_out, add_out = mul + ".out", add + ".out"
+    n_mul, n_mul_out, n_add, n_add_out = _counts[mul], _counts[mul_out], _counts[add], _counts[add_out]
+    tk = _torch_kernel
+
+    def shape(a, b):
+        return (a.shape[0], b.shape[1]) if rank == 2 else (a.shape[0], a.shape[1], b.shape[2])
+
+    def k_mul(ks, self, mat2):
+        s = _state
+        if s is not None and _two(self, mat2, rank):
             try:
-                r = _gemm(mat1, mat2, c, alpha, beta, None, s.precision)
-                _c_addmm[0] += 1
+                r = _gemm(self, mat2, None, 1.0, 0.0, None, s.precision)
+                n_mul[0] += 1
                 return r
             except GemmlabError as e:
-                _refused("addmm", e, s, mat1, mat2)
-    _c_addmm[1] += 1
-    return _o_addmm.call_boxed(ks, self, mat1, mat2, beta=beta, alpha=alpha)
+                _refused(mul, e, s, self, mat2)
+        n_mul[1] += 1
+        return tk[mul].call_boxed(ks, self, mat2)
 
-
-def _addmm_out(ks, self, mat1, mat2, *, beta=1, alpha=1, out):
-    s = _state
-    if (s is not None and _two(mat1, mat2, 2) and _other(self, mat1) and _other(out, mat1)
-            and type(beta) in _REAL and type(alpha) in _REAL and out.shape == (mat1.shape[0], mat2.shape[1])):
-        c = _c_of(self, out.shape, beta)
-        if c is not False:
+    def k_mul_out(ks, self, mat2, *, out):
+        s = _state
+        if s is not None and _two(self, mat2, rank) and _other(out, self) and out.shape == shape(self, mat2):
             try:
-                _gemm(mat1, mat2, c, alpha, beta, out, s.precision)
-                _c_addmm_out[0] += 1
+                _gemm(self, mat2, None, 1.0, 0.0, out, s.precision)
+                n_mul_out[0] += 1
                 return out
             except GemmlabError as e:
-                _refused("addmm.out", e, s, mat1, mat2)
-    _c_addmm_out[1] += 1
-    return _o_addmm_out.call_boxed(ks, self, mat1, mat2, beta=beta, alpha=alpha, out=out)
+                _refused(mul_out, e, s, self, mat2)
+        n_mul_out[1] += 1
+        return tk[mul_out].call_boxed(ks, self, mat2, out=out)
+
+    def k_add(ks, self, m1, m2, *, beta=1, alpha=1):
+        s = _state
+        if (s is not None and _two(m1, m2, rank) and _other(self, m1)
+                and type(beta) in _REAL and type(alpha) in _REAL):
+            c = _c_of(self, shape(m1, m2), beta)
+            if c is not False:
+                try:
+                    r = _gemm(m1, m2, c, alpha, beta, None, s.precision)
+                    n_add[0] += 1
+                    return r
+                except GemmlabError as e:
+                    _refused(add, e, s, m1, m2)
+        n_add[1] += 1
+        return tk[add].call_boxed(ks, self, m1, m2, beta=beta, alpha=alpha)
+
+    def k_add_out(ks, self, m1, m2, *, beta=1, alpha=1, out):
+        s = _state
+        if (s is not None and _two(m1, m2, rank) and _other(self, m1) and _other(out, m1)
+                and type(beta) in _REAL and type(alpha) in _REAL and out.shape == shape(m1, m2)):
+            c = _c_of(self, out.shape, beta)
+            if c is not False:
+                try:
+                    _gemm(m1, m2, c, alpha, beta, out, s.precision)
+                    n_add_out[0] += 1
+                    return out
+                except GemmlabError as e:
+                    _refused(add_out, e, s, m1, m2)
+        n_add_out[1] += 1
+        return tk[add_out].call_boxed(ks, self, m1, m2, beta=beta, alpha=alpha, out=out)
+
+    return {mul: k_mul, mul_out: k_mul_out, add: k_add, add_out: k_add_out}
 
 
-def _bmm(ks, self, mat2):
-    s = _state
-    if s is not None and _two(self, mat2, 3):
-        try:
-            r = _gemm(self, mat2, None, 1.0, 0.0, None, s.precision)
-            _c_bmm[0] += 1
-            return r
-        except GemmlabError as e:
-            _refused("bmm", e, s, self, mat2)
-    _c_bmm[1] += 1
-    return _o_bmm.call_boxed(ks, self, mat2)
-
-
-def _bmm_out(ks, self, mat2, *, out):
-    s = _state
-    if (s is not None and _two(self, mat2, 3) and _other(out, self)
-            and out.shape == (self.shape[0], self.shape[1], mat2.shape[2])):
-        try:
-            _gemm(self, mat2, None, 1.0, 0.0, out, s.precision)
-            _c_bmm_out[0] += 1
-            return out
-        except GemmlabError as e:
-            _refused("bmm.out", e, s, self, mat2)
-    _c_bmm_out[1] += 1
-    return _o_bmm_out.call_boxed(ks, self, mat2, out=out)
-
-
-def _baddbmm(ks, self, batch1, batch2, *, beta=1, alpha=1):
-    s = _state
-    if (s is not None and _two(batch1, batch2, 3) and _other(self, batch1)
-            and type(beta) in _REAL and type(alpha) in _REAL):
-        c = _c_of(self, (batch1.shape[0], batch1.shape[1], batch2.shape[2]), beta)
-        if c is not False:
-            try:
-                r = _gemm(batch1, batch2, c, alpha, beta, None, s.precision)
-                _c_baddbmm[0] += 1
-                return r
-            except GemmlabError as e:
-                _refused("baddbmm", e, s, batch1, batch2)
-    _c_baddbmm[1] += 1
-    return _o_baddbmm.call_boxed(ks, self, batch1, batch2, beta=beta, alpha=alpha)
-
-
-def _baddbmm_out(ks, self, batch1, batch2, *, beta=1, alpha=1, out):
-    s = _state
-    if (s is not None and _two(batch1, batch2, 3) and _other(self, batch1) and _other(out, batch1)
-            and type(beta) in _REAL and type(alpha) in _REAL
-            and out.shape == (batch1.shape[0], batch1.shape[1], batch2.shape[2])):
-        c = _c_of(self, out.shape, beta)
-        if c is not False:
-            try:
-                _gemm(batch1, batch2, c, alpha, beta, out, s.precision)
-                _c_baddbmm_out[0] += 1
-                return out
-            except GemmlabError as e:
-                _refused("baddbmm.out", e, s, batch1, batch2)
-    _c_baddbmm_out[1] += 1
-    return _o_baddbmm_out.call_boxed(ks, self, batch1, batch2, beta=beta, alpha=alpha, out=out)
-
-
-_KERNELS = {"mm": _mm, "mm.out": _mm_out, "addmm": _addmm, "addmm.out": _addmm_out,
-            "bmm": _bmm, "bmm.out": _bmm_out, "baddbmm": _baddbmm, "baddbmm.out": _baddbmm_out}
+_KERNELS = {**_product_kernels("mm", "addmm", 2), **_product_kernels("bmm", "baddbmm", 3)}
