@@ -331,24 +331,23 @@ def _forward(name, ks, args):
         return _OP[name](*args)
 
 
-class _MM(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, ks, a, b, precision):
-        ctx.save_for_backward(a, b)
-        ctx.precision = precision
-        return _forward("mm", ks, (a, b, precision))
+def _product_function(name: str, backward):
+    """The autograd.Function of the two-operand operator ``name`` (mm, bmm)."""
 
-    backward = staticmethod(_mm_backward)
+    class Product(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, ks, a, b, precision):
+            ctx.save_for_backward(a, b)
+            ctx.precision = precision
+            return _forward(name, ks, (a, b, precision))
+
+    Product.backward = staticmethod(backward)
+    Product.__name__ = Product.__qualname__ = f"_{name.upper()}"
+    return Product
 
 
-class _BMM(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, ks, a, b, precision):
-        ctx.save_for_backward(a, b)
-        ctx.precision = precision
-        return _forward("bmm", ks, (a, b, precision))
-
-    backward = staticmethod(_bmm_backward)
+_MM = _product_function("mm", _mm_backward)
+_BMM = _product_function("bmm", _bmm_backward)
 
 
 class _GEMM(torch.autograd.Function):
