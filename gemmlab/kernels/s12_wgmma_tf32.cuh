@@ -54,23 +54,13 @@ struct S12WgmmaTf32 {
         const int num_tiles = static_cast<int>((args.K + BLOCK_K - 1) / BLOCK_K);
         StageRing<STAGES> ring;
 
-        if (Pipe::is_producer_group()) {
-            // ---- producer warpgroup: one thread streams the tiles --------------------------
-            Pipe::producer_enter();
-            if (Pipe::is_producer()) {
-                const int m0 = static_cast<int>(row0), n0 = static_cast<int>(col0);
-                const int a_batch = (batch_mask & 1) ? static_cast<int>(blockIdx.z) : 0;
-                const int b_batch = (batch_mask & 2) ? static_cast<int>(blockIdx.z) : 0;
-#pragma unroll 1
-                for (int t = 0; t < num_tiles; ++t, ring.advance()) {
-                    const int k0 = static_cast<int>(args.k_begin) + t * BLOCK_K;
-                    const int s = ring.stage;
-                    pipe.wait_free(t, ring, TX_BYTES);
-                    async::tma_load_3d(a_stages + s * A_STAGE_BYTES, &a_map, pipe.full(s), k0, m0, a_batch);
-                    async::tma_load_3d(b_stages + s * B_STAGE_BYTES, &b_map, pipe.full(s), k0, n0, b_batch);
-                }
-            }
-            Pipe::producer_exit();
+        if (Pipe::is_producer_group()) {  // one thread streams an A and a B box per tile
+            const int m0 = static_cast<int>(row0), n0 = static_cast<int>(col0);
+            pipe.template produce<BLOCK_K>(num_tiles, args.k_begin, batch_mask, TX_BYTES,
+                                           [&](int s, int k0, unsigned bar, int a_batch, int b_batch) {
+                async::tma_load_3d(a_stages + s * A_STAGE_BYTES, &a_map, bar, k0, m0, a_batch);
+                async::tma_load_3d(b_stages + s * B_STAGE_BYTES, &b_map, bar, k0, n0, b_batch);
+            });
             return;
         }
 
@@ -154,25 +144,16 @@ struct S12WgmmaTf32Rs {
         const int num_tiles = static_cast<int>((args.K + BLOCK_K - 1) / BLOCK_K);
         StageRing<STAGES> ring;
 
-        if (Pipe::is_producer_group()) {
-            Pipe::producer_enter();
-            if (Pipe::is_producer()) {
-                const int m0 = static_cast<int>(row0), n0 = static_cast<int>(col0);
-                const int a_batch = (batch_mask & 1) ? static_cast<int>(blockIdx.z) : 0;
-                const int b_batch = (batch_mask & 2) ? static_cast<int>(blockIdx.z) : 0;
-#pragma unroll 1
-                for (int t = 0; t < num_tiles; ++t, ring.advance()) {
-                    const int k0 = static_cast<int>(args.k_begin) + t * BLOCK_K;
-                    const int s = ring.stage;
-                    pipe.wait_free(t, ring, TX_BYTES);
-                    async::tma_load_3d(a_stages + s * A_STAGE_BYTES, &a_map, pipe.full(s), k0, m0, a_batch);
+        if (Pipe::is_producer_group()) {  // A as in s12; B row-major in BLOCK_N/32 boxes at (n, k)
+            const int m0 = static_cast<int>(row0), n0 = static_cast<int>(col0);
+            pipe.template produce<BLOCK_K>(num_tiles, args.k_begin, batch_mask, TX_BYTES,
+                                           [&](int s, int k0, unsigned bar, int a_batch, int b_batch) {
+                async::tma_load_3d(a_stages + s * A_STAGE_BYTES, &a_map, bar, k0, m0, a_batch);
 #pragma unroll
-                    for (int j = 0; j < BLOCK_N / 32; ++j)  // B row-major: coordinates (n, k)
-                        async::tma_load_3d(b_stages + s * B_STAGE_BYTES + j * B_BOX_BYTES, &b_map, pipe.full(s),
-                                           n0 + 32 * j, k0, b_batch);
-                }
-            }
-            Pipe::producer_exit();
+                for (int j = 0; j < BLOCK_N / 32; ++j)
+                    async::tma_load_3d(b_stages + s * B_STAGE_BYTES + j * B_BOX_BYTES, &b_map, bar, n0 + 32 * j,
+                                       k0, b_batch);
+            });
             return;
         }
 

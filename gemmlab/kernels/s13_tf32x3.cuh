@@ -62,26 +62,15 @@ struct S13Tf32x3 {
         const int num_tiles = static_cast<int>((args.K + BLOCK_K - 1) / BLOCK_K);
         StageRing<STAGES> ring;
 
-        if (Pipe::is_producer_group()) {
-            // ---- producer warpgroup: one thread streams four boxes per tile ----------------
-            Pipe::producer_enter();
-            if (Pipe::is_producer()) {
-                const int m0 = static_cast<int>(row0), n0 = static_cast<int>(col0);
-                const int a_batch = (batch_mask & 1) ? static_cast<int>(blockIdx.z) : 0;
-                const int b_batch = (batch_mask & 2) ? static_cast<int>(blockIdx.z) : 0;
-#pragma unroll 1
-                for (int t = 0; t < num_tiles; ++t, ring.advance()) {
-                    const int k0 = static_cast<int>(args.k_begin) + t * BLOCK_K;
-                    const int s = ring.stage;
-                    const unsigned bar = pipe.full(s);
-                    pipe.wait_free(t, ring, TX_BYTES);
-                    async::tma_load_3d(a_hi(s), &a_map, bar, k0, m0, a_batch);
-                    async::tma_load_3d(a_lo(s), &a_lo_map, bar, k0, m0, a_batch);
-                    async::tma_load_3d(b_hi(s), &b_map, bar, k0, n0, b_batch);
-                    async::tma_load_3d(b_lo(s), &b_lo_map, bar, k0, n0, b_batch);
-                }
-            }
-            Pipe::producer_exit();
+        if (Pipe::is_producer_group()) {  // one thread streams four boxes per tile
+            const int m0 = static_cast<int>(row0), n0 = static_cast<int>(col0);
+            pipe.template produce<BLOCK_K>(num_tiles, args.k_begin, batch_mask, TX_BYTES,
+                                           [&](int s, int k0, unsigned bar, int a_batch, int b_batch) {
+                async::tma_load_3d(a_hi(s), &a_map, bar, k0, m0, a_batch);
+                async::tma_load_3d(a_lo(s), &a_lo_map, bar, k0, m0, a_batch);
+                async::tma_load_3d(b_hi(s), &b_map, bar, k0, n0, b_batch);
+                async::tma_load_3d(b_lo(s), &b_lo_map, bar, k0, n0, b_batch);
+            });
             return;
         }
 

@@ -102,6 +102,28 @@ struct TmaPipeline {
         if (t >= STAGES) async::mbarrier_wait(empty(ring.stage), ring.phase ^ 1u);
         async::mbarrier_arrive_expect_tx(full(ring.stage), tx_bytes);
     }
+    // The whole producer warpgroup's part: fewer registers, then one thread fills tile after tile
+    // (k0 = k_begin + t * block_k) as the consumers free the stages, ``load(stage, k0, full
+    // barrier, a_batch, b_batch)`` issuing that tile's TMA boxes (tx_bytes in all); then the
+    // registers back. a_batch / b_batch: blockIdx.z for a batched operand (batch_mask bit 0 / 1),
+    // else 0 (broadcast).
+    template <int BLOCK_K, class Load>
+    __device__ __forceinline__ void produce(int num_tiles, int64 k_begin, int batch_mask, unsigned tx_bytes,
+                                            Load&& load) const {
+        producer_enter();
+        if (is_producer()) {
+            const int a_batch = (batch_mask & 1) ? static_cast<int>(blockIdx.z) : 0;
+            const int b_batch = (batch_mask & 2) ? static_cast<int>(blockIdx.z) : 0;
+            StageRing<STAGES> ring;
+#pragma unroll 1
+            for (int t = 0; t < num_tiles; ++t, ring.advance()) {
+                wait_free(t, ring, tx_bytes);
+                load(ring.stage, static_cast<int>(k_begin) + t * BLOCK_K, full(ring.stage), a_batch, b_batch);
+            }
+        }
+        producer_exit();
+    }
+
     // Consumer: the copies of the ring's current stage have landed.
     __device__ __forceinline__ void wait_full(const StageRing<STAGES>& ring) const {
         async::mbarrier_wait(full(ring.stage), ring.phase);
