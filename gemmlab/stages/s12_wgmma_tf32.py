@@ -103,7 +103,8 @@ class WgmmaTf32(StageSpec):
         # wgmma and setmaxnreg exist only on the sm_90a target (runs on compute capability 9.0).
         return "sm_90a" if arch in ("sm_90", "sm_90a") else arch
 
-    def constraints(self, cfg):
+    def tile_constraints(self, cfg) -> list[str]:
+        """The tile, pipeline and block-order rules every wgmma stage shares (s13 adds its own)."""
         out = []
         bm, bn, st = cfg["block_m"], cfg["block_n"], cfg["stages"]
         if bm not in (64, 128, 192, 256):
@@ -116,6 +117,11 @@ class WgmmaTf32(StageSpec):
             out.append(f"stages={st} must be 2..8")
         if cfg["group_m"] < 1:
             out.append(f"group_m={cfg['group_m']} must be at least 1")
+        return out
+
+    def constraints(self, cfg):
+        out = self.tile_constraints(cfg)
+        bm, bn = cfg["block_m"], cfg["block_n"]
         for key in ("tma_tf32", "b_regs", "a_order"):
             if cfg.get(key, 0) not in (0, 1):
                 out.append(f"{key}={cfg[key]} must be 0 or 1")

@@ -28,20 +28,10 @@ class Tf32x3(WgmmaTf32):
     map_operands = ("a", "a_lo", "b", "b_lo")  # the kernel's four tensor-map parameters, in order
 
     def constraints(self, cfg):
-        out = []
-        bm, bn, st, pk = cfg["block_m"], cfg["block_n"], cfg["stages"], cfg["promote_k"]
-        if bm not in (64, 128, 192, 256):
-            out.append(f"block_m={bm} must be 64, 128, 192 or 256 (one consumer warpgroup per 64 rows)")
-        if bn % 32 or not 32 <= bn <= 256:
-            out.append(f"block_n={bn} must be a multiple of 32 in 32..256 (wgmma n, one TMA box)")
-        if cfg["block_k"] != BLOCK_K:
-            out.append(f"block_k={cfg['block_k']} must be {BLOCK_K} (one 128-byte swizzled row of tf32)")
-        if not 2 <= st <= 8:
-            out.append(f"stages={st} must be 2..8")
+        out = self.tile_constraints(cfg)
+        bm, bn, pk = cfg["block_m"], cfg["block_n"], cfg["promote_k"]
         if pk % BLOCK_K or not BLOCK_K <= pk <= 4096:
             out.append(f"promote_k={pk} must be a multiple of {BLOCK_K} in {BLOCK_K}..4096")
-        if cfg["group_m"] < 1:
-            out.append(f"group_m={cfg['group_m']} must be at least 1")
         if cfg["split_partials"] not in (0, 1):
             out.append(f"split_partials={cfg['split_partials']} must be 0 or 1")
         if not out:
