@@ -33,7 +33,6 @@ torch is imported inside the functions: this module imports on machines without 
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import sys
 import time
@@ -455,12 +454,9 @@ def plain(doc: dict) -> str:
 
 def write(doc: dict, out_dir) -> Path:
     """Write overhead.json into ``out_dir`` (created); return its path."""
-    d = Path(out_dir)
-    d.mkdir(parents=True, exist_ok=True)
-    path = d / "overhead.json"
-    path.write_text(json.dumps(doc, indent=1, default=str) + "\n")
-    print(f"gemmlab: wrote {path}", file=sys.stderr)
-    return path
+    from .report import write_into
+
+    return write_into(doc, out_dir, "overhead.json")
 
 
 def failed(doc: dict) -> list[str]:

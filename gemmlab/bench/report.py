@@ -93,6 +93,18 @@ def dump(doc: dict, path) -> None:
     Path(path).write_text(json.dumps(doc, indent=1, default=str) + "\n")
 
 
+def write_into(doc: dict, out_dir, name: str) -> Path:
+    """``doc`` as ``out_dir``/``name`` (the directory created), said on stderr; returns the path."""
+    import sys
+
+    d = Path(out_dir)
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / name
+    dump(doc, path)
+    print(f"gemmlab: wrote {path}", file=sys.stderr)
+    return path
+
+
 # ---- cells --------------------------------------------------------------------------------
 
 def _pct(x) -> str:

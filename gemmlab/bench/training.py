@@ -383,12 +383,10 @@ def plain(doc: dict) -> str:
 
 
 def write(doc: dict, out_dir) -> Path:
-    d = Path(out_dir)
-    d.mkdir(parents=True, exist_ok=True)
-    path = d / "training.json"
-    path.write_text(json.dumps(doc, indent=1, default=str) + "\n")
-    print(f"gemmlab: wrote {path}", file=sys.stderr)
-    return path
+    """Write training.json into ``out_dir`` (created); return its path."""
+    from .report import write_into
+
+    return write_into(doc, out_dir, "training.json")
 
 
 def failed(doc: dict) -> list[str]:
