@@ -21,7 +21,7 @@ import sys
 import threading
 from dataclasses import dataclass, replace
 
-from . import arrays, device as _device
+from . import arrays, device as _device, env as _envmod
 from .errors import ArgumentError, ArgumentTypeError, ConfigError
 from .plan import Choice, Plan, build as _build_plan, kernel_for  # noqa: F401  (kernel_for: public helper)
 from . import precision as _precision
@@ -223,15 +223,12 @@ def _execute(e: _Entry, a, out, ptrs, alpha, beta, stream):
     return out
 
 
-_environ_data = getattr(os.environ, "_data", None)  # the mapping behind os.environ (bytes keys on POSIX)
-_environ_bytes = os.name == "posix"
+_ENV_KEYS = {name: _envmod.key(name) for name in ("GEMMLAB_DEV", "GEMMLAB_PRINT_CONFIG")}
 
 
 def _env(name: str) -> bool:
     """Whether ``name`` is set, at a dict lookup's cost (this runs on every call)."""
-    if _environ_data is None:
-        return name in os.environ
-    return (name.encode() if _environ_bytes else name) in _environ_data
+    return _envmod.is_set(_ENV_KEYS[name])
 
 
 def _print_config() -> bool:

@@ -11,8 +11,7 @@ may run a more accurate stage where that is faster (a SIMT stage for a tiny tf32
 """
 from __future__ import annotations
 
-import os
-
+from . import env as _env
 from .errors import GemmlabError
 
 PRECISIONS = ("ieee", "tf32", "tf32x3")
@@ -36,17 +35,20 @@ def set_precision(precision: str | None) -> None:
     _default = None if precision is None else check(precision)
 
 
-_env_seen: tuple | None = None  # (GEMMLAB_PRECISION as read, its precision): read once per value
+_env_seen: tuple | None = None  # (GEMMLAB_PRECISION as stored, its precision): parsed once per value
+_ENV_KEY = _env.key("GEMMLAB_PRECISION")
 
 
 def get_precision() -> str:
-    """The process default: set_precision's, else GEMMLAB_PRECISION's, else "ieee"."""
+    """The process default: set_precision's, else GEMMLAB_PRECISION's, else "ieee" (this runs on
+    every stage="auto" call: the variable is read at a dict lookup's cost)."""
     global _env_seen
     if _default is not None:
         return _default
-    env = os.environ.get("GEMMLAB_PRECISION")
-    if _env_seen is not None and _env_seen[0] == env:
+    raw = _env.raw(_ENV_KEY)
+    if _env_seen is not None and _env_seen[0] == raw:
         return _env_seen[1]
+    env = _env.text(raw)
     value = check(env.strip().lower(), "GEMMLAB_PRECISION") if env else "ieee"
-    _env_seen = (env, value)
+    _env_seen = (raw, value)
     return value

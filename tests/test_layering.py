@@ -33,7 +33,8 @@ LAYERS = (
     ("plan", ("gemmlab.plan",)),
     ("stages", ("gemmlab.stages",)),
     ("jit", ("gemmlab.jit",)),
-    ("base", ("gemmlab.problem", "gemmlab.precision", "gemmlab.errors", "gemmlab.device", "gemmlab.arrays")),
+    ("base", ("gemmlab.problem", "gemmlab.precision", "gemmlab.errors", "gemmlab.device", "gemmlab.arrays",
+              "gemmlab.env")),
 )
 TOOLS = ("gemmlab.tune", "gemmlab.bench", "gemmlab.analysis", "gemmlab.cli", "gemmlab.cli_core",
          "gemmlab.__main__", "gemmlab.check")
