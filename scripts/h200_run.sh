@@ -119,6 +119,12 @@ for what in "$@"; do
         "${listed[@]}" > "$OUT/gpu_tests_list.txt" 2>&1
       grep -E "(^| )(FAILED|ERROR) " "$OUT/gpu_tests_list.txt" | sed -E 's/^\[gw[0-9]+\] \[ *[0-9]+%\] //' | sort -u | tail -40
       tail -1 "$OUT/gpu_tests_list.txt" ;;
+    ncu-l2-banks)
+      step "ncu: L2 request coalescer counters (s05-s12 at 4096^3), s04 shared wavefronts per instruction"
+      bash scripts/ncu_l2_banks.sh "$RES/ncu-l2-banks" 2>&1 | tee "$RES/ncu_l2_banks.txt" | tail -40 ;;
+    skinny-configs)
+      step "skinny kernel: config space on GEMV shapes"
+      python3 scripts/skinny_configs.py ${SKINNY_SHAPES:-} 2>&1 | tee "$RES/skinny_configs.txt" | tail -40 ;;
     probe)
       step "bank probe"
       python3 -m gemmlab bank-probe --out "$RES/bank-probe" 2>&1 | tee "$RES/bank-probe.txt" | tail -30 ;;

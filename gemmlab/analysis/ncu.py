@@ -29,6 +29,13 @@ SMEM = [
     "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
     "smsp__sass_inst_executed_op_shared_st.sum",
 ]
+# Shared wavefronts attributed to the LDS / STS instructions themselves (what the Source page sums
+# per SASS line): the bank model's quantity. The SMEM counts add conflicts that no instruction's
+# own addresses cause (s04: 7.66 M of 175.4 M, the data banks' arbitration with other traffic).
+SMEM_BY_INSTRUCTION = [
+    "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+]
 CORE = SMEM + [
     "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
     "smsp__issue_active.avg.pct_of_peak_sustained_active",
@@ -57,6 +64,15 @@ OPTIONAL = [
     "lts__t_sectors_op_write.sum",
     "lts__t_sectors_op_read_lookup_hit.sum",
     "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active",
+] + [
+    # The two counts the models predict exactly, where the aggregate counters add what the models
+    # leave out (docs/models.md, "Against the counters"; H200 measurements, ncu 2025.3.1):
+    "l1tex__m_xbar2l1tex_read_sectors.sum",      # sectors L2 returns to the SMs (the blocks' panel reads)
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum",  # global-load sectors L1 served instead
+    "lrc__lts2lrc_sectors_op_read.sum",          # the L2 request coalescer: sectors the L2 slices served it
+    "lrc__xbar2gpc_sectors_op_read.sum",         # ... and the sectors it sent on to the SMs
+] + SMEM_BY_INSTRUCTION + [
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
 ]
 STALLS = "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\\.ratio"
 STALL_PREFIX = "smsp__average_warps_issue_stalled_"

@@ -207,12 +207,22 @@ def measured_side(metrics: dict) -> dict:
     def pct(name):
         return g(name) / 100.0 if g(name) is not None else None
 
+    def by_inst(i):  # shared wavefronts per instruction: attributed to the instructions, else all
+        r = ratio(ncu_mod.SMEM_BY_INSTRUCTION[i], ncu_mod.SMEM[2 * i + 1])
+        return r if r is not None else ratio(ncu_mod.SMEM[2 * i], ncu_mod.SMEM[2 * i + 1])
+
     tex_rd, all_rd = g("lts__t_sectors_srcunit_tex_op_read.sum"), g("lts__t_sectors_op_read.sum")
     tex_wr, all_wr = g("lts__t_sectors_srcunit_tex_op_write.sum"), g("lts__t_sectors_op_write.sum")
     # Should a copy engine's reads not go through L1TEX, only the all-sources count would see them
     # (fallback; on the H200 the L1TEX-sourced count recorded s11's and s12's TMA reads in full)
     use_all = tex_rd is not None and all_rd and tex_rd < 0.1 * all_rd
-    l2_read = (all_rd if use_all else tex_rd)
+    slice_read = (all_rd if use_all else tex_rd)
+    # The model counts the sectors the blocks read from L2; the L2 slices serve fewer where the L2
+    # request coalescer (lrc) merges reads of one sector by several SMs and fans the data out (H200,
+    # 4096^3: s12 1.46x, s11 1.03x). So the row compares the sectors L2 returns to the SMs, and
+    # the slices' count is a row of its own.
+    to_sm = g("l1tex__m_xbar2l1tex_read_sectors.sum")
+    l2_read = to_sm if to_sm is not None else slice_read
     hit = ratio("lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum", "lts__t_sectors_srcunit_tex_op_read.sum")
     if use_all:
         hit = ratio("lts__t_sectors_op_read_lookup_hit.sum", "lts__t_sectors_op_read.sum")
@@ -220,10 +230,11 @@ def measured_side(metrics: dict) -> dict:
         "dram_read_bytes": g("dram__bytes_read.sum"),
         "dram_write_bytes": g("dram__bytes_write.sum"),
         "l2_read_bytes": None if l2_read is None else l2_read * SECTOR,
+        "l2_slice_read_bytes": None if to_sm is None or slice_read is None else slice_read * SECTOR,
         "l2_write_bytes": None if (all_wr if use_all else tex_wr) is None else (all_wr if use_all else tex_wr) * SECTOR,
         "l2_read_hit": hit,
-        "smem_ld_wavefronts_per_inst": ratio(ncu_mod.SMEM[0], ncu_mod.SMEM[1]),
-        "smem_st_wavefronts_per_inst": ratio(ncu_mod.SMEM[2], ncu_mod.SMEM[3]),
+        "smem_ld_wavefronts_per_inst": by_inst(0),
+        "smem_st_wavefronts_per_inst": by_inst(1),
         "fma_pipe": pct("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"),
         "tensor_pipe": pct("sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active"),
         "issue_active": pct("smsp__issue_active.avg.pct_of_peak_sustained_active"),
@@ -238,6 +249,11 @@ def measured_side(metrics: dict) -> dict:
             "l2_read_bytes_all_sources": None if all_rd is None else all_rd * SECTOR,
             "l2_fabric_bytes": None if g("lts__t_sectors_srcunit_ltcfabric.sum") is None
             else g("lts__t_sectors_srcunit_ltcfabric.sum") * SECTOR,
+            "lrc_coalescing": ratio("lrc__xbar2gpc_sectors_op_read.sum", "lrc__lts2lrc_sectors_op_read.sum"),
+            "l1_hit_bytes": None if g("l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum") is None
+            else g("l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum") * SECTOR,
+            "smem_ld_wavefronts_per_inst_all": ratio(ncu_mod.SMEM[0], ncu_mod.SMEM[1]),
+            "smem_st_wavefronts_per_inst_all": ratio(ncu_mod.SMEM[2], ncu_mod.SMEM[3]),
             "registers": g("launch__registers_per_thread"), "grid": g("launch__grid_size")}
 
 
@@ -249,16 +265,22 @@ QUANTITIES = [
      "L2 replacement, its two partitions and blocks drifting out of their waves decide the rest"),
     ("dram_write_bytes", "DRAM write", "bytes",
      "C lines still dirty in L2 when the kernel ends are written after it (ncu does not count them)"),
-    ("l2_read_bytes", "L2 read", "bytes",
-     "the model: each block reads its A and B panels once; L1 hits across blocks (s01) or TMA change it"),
+    ("l2_read_bytes", "L2 read (to the SMs)", "bytes",
+     "the model: each block reads its A and B panels once; measured: the sectors L2 returns to the SMs, "
+     "so L1 hits (s01's own reuse, blocks sharing an SM) lower it"),
+    ("l2_slice_read_bytes", "L2 slice reads", "bytes",
+     "the L2 slices serve fewer sectors than they return where the L2 request coalescer merges reads of "
+     "one sector by several SMs (not modelled: it depends on timing)"),
     ("l2_write_bytes", "L2 write", "bytes", "the model writes C once (split-K: once per slice)"),
-    ("l2_read_hit", "L2 read hit rate", "pct", "1 - DRAM read / L2 read of the model"),
+    ("l2_read_hit", "L2 read hit rate", "pct",
+     "the model: 1 - DRAM read / L2 read; ncu's lookup hit rate of the slices is lower where the L2 request "
+     "coalescer merged the reads that would have hit (the L2 slice reads row)"),
     ("smem_ld_wavefronts_per_inst", "smem wavefronts / load", "num",
-     "the bank model on the stage's real addressing (banks.py), equal to ncu on every stage so far: "
-     "a miss here is a bank-model bug"),
+     "the bank model on the stage's real addressing (banks.py) against the wavefronts ncu attributes to "
+     "the load instructions, equal on every stage so far: a miss here is a bank-model bug"),
     ("smem_st_wavefronts_per_inst", "smem wavefronts / store", "num",
-     "alone, each store costs what the bank model says (bank probe); in the kernel ncu counts 1-16% more, "
-     "the stores meeting other warps' shared traffic"),
+     "the bank model against the wavefronts attributed to the store instructions (ncu's aggregate count "
+     "adds 1-16%: conflicts with other traffic in the data banks)"),
     ("fma_pipe", "FMA pipe busy", "pct", "FFMAs over the modelled time (issue_model.py)"),
     ("tensor_pipe", "tensor pipe busy", "pct", "the tensor-core model's time against the pipe's; measured: ncu's "
                                                 "counter, else derived from the FLOPs, the time and the clock"),
@@ -338,7 +360,23 @@ def format_text(res: dict) -> str:
         label = row["label"] + extra.get(row["key"], "")
         r = "-" if row["ratio"] is None else f"{row['ratio']:.2f}"
         lines.append(f"  {label:<38} {_fmt(row['model'], row['kind']):>12} {_fmt(row['measured'], row['kind']):>12} {r:>7}")
-    st = (res.get("measured") or {}).get("stalls") or {}
+    meas = res.get("measured") or {}
+    notes = []
+    for key, label in (("smem_ld_wavefronts_per_inst_all", "load"), ("smem_st_wavefronts_per_inst_all", "store")):
+        own = (meas.get("quantities") or {}).get(key[:-4])
+        if meas.get(key) is not None and own is not None and abs(meas[key] - own) > 1e-3 * max(own, 1e-9):
+            notes.append(f"{label} {meas[key]:.3f} with conflicts no instruction's addresses cause")
+    if notes:
+        lines.append("  all shared wavefronts per instruction: " + "; ".join(notes))
+    if meas.get("lrc_coalescing") is not None or meas.get("l1_hit_bytes"):
+        parts = []
+        if meas.get("lrc_coalescing") is not None:
+            parts.append(f"L2 request coalescer: {meas['lrc_coalescing']:.2f} sectors to the SMs per sector "
+                         "the slices served")
+        if meas.get("l1_hit_bytes"):
+            parts.append(f"L1 served {_fmt(meas['l1_hit_bytes'], 'bytes')} of global loads")
+        lines.append("  " + "; ".join(parts))
+    st = meas.get("stalls") or {}
     if st:
         top = ", ".join(f"{k} {v:.2f}" for k, v in list(st.items())[:5])
         lines.append(f"  top stalls (warp-cycles per issued instruction): {top}")
