@@ -285,12 +285,12 @@ def _k_major_operands(b: _Builder, spec, cfg, prob: Problem, refs: dict) -> Prob
     return prob
 
 
-def _split_operands(b: _Builder, prob: Problem, refs: dict) -> Problem:
-    """3xTF32: write each operand as two K-major workspace copies, hi and lo, in the layout of
-    ``Operand.k_major_copy`` (one launch of gemmlab_split_tf32 per operand, transposing where the
-    operand's unit stride is along M or N). Adds refs "a_lo" and "b_lo"; returns the problem the
-    kernel sees (on the hi copies)."""
-    for which in ("a", "b"):
+def _split_operands(b: _Builder, prob: Problem, refs: dict, which_ops=("a", "b")) -> Problem:
+    """3xTF32: write each operand of ``which_ops`` as two K-major workspace copies, hi and lo, in
+    the layout of ``Operand.k_major_copy`` (one launch of gemmlab_split_tf32 per operand,
+    transposing where the operand's unit stride is along M or N). Adds refs "a_lo" (and "b_lo");
+    returns the problem the kernel sees (on the hi copies)."""
+    for which in which_ops:
         op = prob.operand(which)
         c = op.k_major_copy()
         off = b.ws_region(2 * c.floats)
@@ -317,7 +317,7 @@ def build(choice: Choice, prob: Problem, refs: dict, dev: int, *, capturing: boo
     # split into hi and lo parts.
     if spec.operands_k_major and prob.K > 0 and spec.fallback(cfg, prob) is None:
         if getattr(spec, "operand_split", False):
-            prob = _split_operands(b, prob, refs)
+            prob = _split_operands(b, prob, refs, spec.split_operands(cfg, prob))
         else:
             prob = _k_major_operands(b, spec, cfg, prob, refs)
 

@@ -125,6 +125,9 @@ for what in "$@"; do
     skinny-configs)
       step "skinny kernel: config space on GEMV shapes"
       python3 scripts/skinny_configs.py ${SKINNY_SHAPES:-} 2>&1 | tee "$RES/skinny_configs.txt" | tail -40 ;;
+    s13-rs)
+      step "s13 RS variant (B split in registers): correctness and speed"
+      python3 scripts/s13_rs_probe.py 2>&1 | tee "$RES/s13_rs_probe.txt" | tail -20 ;;
     probe)
       step "bank probe"
       python3 -m gemmlab bank-probe --out "$RES/bank-probe" 2>&1 | tee "$RES/bank-probe.txt" | tail -30 ;;

@@ -213,18 +213,30 @@ def test_tensor_cores_for_large_problems_only(precision, stage):
 
 def test_tensor_cores_weigh_their_pre_passes():
     """8192x128x8192: s13's split of the 8192x8192 operand (805 MB moved, ~0.24 ms) costs more than
-    the tensor cores save over SIMT (H200: s13 40 TFLOPS there, the SIMT stages 46); s12 only
-    transposes the small B, so it keeps the tensor cores."""
+    the tensor cores save over SIMT (H200: s13 40 TFLOPS there, the SIMT stages 46), so tf32x3 takes
+    the variant that splits A in registers, with only B's pre-pass; where neither operand can be split
+    in registers (128x8192x8192 with a K-major B: nt) the SIMT stages win. s12 only transposes the
+    small B, so it keeps the tensor cores."""
     from gemmlab.heuristics import tensor_core as tc
 
+    S13 = get("s13")
     skinny = Problem.dense(8192, 128, 8192, **ALIGNED)
-    assert tc.prepass_seconds(skinny, get("s13")) == pytest.approx(12 * (8192 * 8192 + 8192 * 128) / tc.PREPASS_BW)
+    assert tc.prepass_seconds(skinny, S13) == pytest.approx(12 * (8192 * 8192 + 8192 * 128) / tc.PREPASS_BW)
     assert tc.prepass_seconds(skinny, get("s12")) == pytest.approx(8 * 8192 * 128 / tc.PREPASS_BW)  # nn: B only
-    assert tensor_core_choice(skinny, 132, "tf32x3", True) is None
+    c = tensor_core_choice(skinny, 132, "tf32x3", True)
+    assert c.spec.id == "s13" and S13.variant(c.config, skinny) == {"ra": 1} and c.split_k == 2
+    assert tc.prepass_seconds(skinny, S13, c.config) == pytest.approx(12 * 8192 * 128 / tc.PREPASS_BW)  # B only
+    wide = Problem.dense(128, 8192, 8192, **ALIGNED)
+    c = tensor_core_choice(wide, 132, "tf32x3", True)
+    assert S13.variant(c.config, wide) == {"rs": 1} and c.split_k == 2
+    assert S13.split_operands(c.config, wide) == ("a",)
+    wide_nt = Problem.dense(128, 8192, 8192, "nt", **ALIGNED)
+    assert tensor_core_choice(wide_nt, 132, "tf32x3", True) is None
+    assert heuristics.choose(wide_nt, GPU, IDENT, precision="tf32x3").spec.precision == "ieee"
     assert tensor_core_choice(skinny, 132, "tf32", True).spec.id == "s12"
-    assert heuristics.choose(skinny, GPU, IDENT, precision="tf32x3").spec.precision == "ieee"
-    for shape in ((4095, 4097, 1023), (1024, 1024, 1024), (1024, 1024, 16384), (3000, 5000, 7000)):
-        assert tensor_core_choice(Problem.dense(*shape, **ALIGNED), 132, "tf32x3", True).spec.id == "s13", shape
+    for shape in ((4095, 4097, 1023), (4096, 4096, 4096), (3000, 5000, 7000)):  # large: the pre-split kernel
+        c = tensor_core_choice(Problem.dense(*shape, **ALIGNED), 132, "tf32x3", True)
+        assert c.spec.id == "s13" and S13.variant(c.config, Problem.dense(*shape, **ALIGNED)) == {}, shape
 
 
 def test_tf32x3_needs_a_workspace():

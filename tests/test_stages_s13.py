@@ -56,6 +56,74 @@ def test_split_kernel_compiles():
     assert ck.cubin
 
 
+# ---- the variants that split one operand in registers ------------------------------------------
+RS_CFG = {"block_m": 128, "block_n": 128, "split_partials": 0, "b_regs": 1}   # B split in registers
+RA_CFG = {"block_m": 128, "block_n": 128, "split_partials": 0, "a_regs": 1}   # A split in registers
+RS64 = {**RS_CFG, "block_n": 64, "stages": 4}
+RA64 = {"block_m": 128, "block_n": 64, "stages": 4, "a_regs": 1}
+
+
+def test_register_split_variants_follow_the_layout():
+    from gemmlab.problem import Problem
+
+    rs, ra, both = S13.config(RS_CFG), S13.config(RA_CFG), S13.config({**RS_CFG, "a_regs": 1})
+    nn, nt, tn, tt = (Problem.dense(512, 1024, 256, lay) for lay in ("nn", "nt", "tn", "tt"))
+    assert S13.variant(rs, nn) == {"rs": 1} and S13.variant(rs, tn) == {"rs": 1}      # B row-major
+    assert S13.variant(rs, nt) == {} and S13.variant(rs, tt) == {}
+    assert S13.variant(ra, nn) == {"ra": 1} and S13.variant(ra, nt) == {"ra": 1}      # A K-major
+    assert S13.variant(ra, tn) == {} and S13.variant(S13.default_config, nn) == {}   # off unless asked for
+    assert S13.variant(both, nn) == {"rs": 1}                                          # B is the larger
+    assert S13.variant(both, Problem.dense(1024, 512, 256)) == {"ra": 1}
+    assert S13.split_operands(rs, nn) == ("a",) and S13.split_operands(ra, nn) == ("b",)
+    assert S13.split_operands(rs, nt) == ("a", "b")
+
+    def names(cfg, v):
+        return [d.split()[-1] for d, _ in S13.extra_params(cfg, v)]
+
+    assert names(rs, {"rs": 1}) == ["a_map", "a_lo_map", "b_map", "tma_batch_mask"]
+    assert names(ra, {"ra": 1}) == ["a_map", "b_map", "b_lo_map", "tma_batch_mask"]
+    assert S13.launch_threads(rs, {"rs": 1}) == 2 * 128 + 128 and S13.launch_threads(ra, {"ra": 1}) == 3 * 128
+    assert S13.smem_bytes(rs, {"rs": 1}) == 1024 + 3 * (2 * 128 + 128) * 128 + 48   # A hi, A lo, B raw
+    assert S13.smem_bytes(ra, {"ra": 1}) == 1024 + 3 * (128 + 2 * 128) * 128 + 48   # A raw, B hi, B lo
+    assert S13.variants(rs) == [{}, {"rs": 1}] and S13.variants(ra) == [{}, {"ra": 1}]
+    assert S13.operand_ready(nn, "b", rs) and not S13.operand_ready(nn, "b")
+    S13.check_problem(rs, nn)  # B row-major as it is
+    S13.check_problem(ra, nt)
+
+
+@pytest.mark.parametrize("override,message", [
+    ({**RS_CFG, "block_n": 96}, "b_regs=1: block_n=96 must be 64, 128, 192 or 256"),
+    ({**RS_CFG, "split_partials": 1}, "b_regs=1: 3 accumulator sets of block_m/2 = 64"),
+    ({"block_m": 64, "block_n": 128, "stages": 4, "a_regs": 1}, "a_regs=1: 3 accumulator sets of block_n/2 = 64"),
+    ({**RA_CFG, "a_regs": 2}, "a_regs=2 must be 0 or 1"),
+])
+def test_register_split_constraints_name_the_rule(override, message):
+    with pytest.raises(ConfigError, match=message):
+        S13.config(override)
+
+
+@pytest.mark.parametrize("cfg,variant", [(RS_CFG, {"rs": 1}), (RS64, {"rs": 1}), (RA_CFG, {"ra": 1}), (RA64, {"ra": 1})])
+def test_register_split_variants_compile(cfg, variant):
+    """HGMMA with the A operand from registers (the split words), 3 products x 4 k8 steps per tile,
+    the fragment loads (RS: 8 LDS.64 of B^T pairs; RA: 16 LDS of A words), the split's conversions,
+    the promotion adds, no local memory."""
+    from gemmlab.analysis import sass
+    from gemmlab.api import kernel_for
+
+    c = S13.config(cfg)
+    ck = kernel_for(S13, c, variant, "sm_90")
+    insns = sass.instructions(ck.cubin)
+    assert sass.resources(ck.cubin)["local_bytes"] == 0
+    hg = [i for i in insns if i.op.startswith("HGMMA")]
+    n = c["block_m"] if variant.get("rs") else c["block_n"]
+    assert {(i.op + i.operands).split()[0] for i in hg} == {f"HGMMA.64x{n}x8.F32.TF32"}
+    assert len(hg) == 12 and all(not i.operands.split(",")[1].strip().startswith("gdesc") for i in hg)
+    lds = [i.op for i in insns if i.op.startswith("LDS")]
+    assert lds == (["LDS.64"] * 8 if variant.get("rs") else ["LDS"] * 16), lds
+    for op in ("FADD", "UTMALDG"):
+        assert sass.has_opcode(insns, op), op
+
+
 # ---- GPU ------------------------------------------------------------------------------------------
 SHAPES = [(128, 128, 32), (1, 1, 1), (7, 13, 5), (129, 257, 33), (1000, 1000, 1000), (255, 129, 4097),
           (4095, 257, 1023), (64, 300, 64), (3000, 50, 700)]
@@ -179,3 +247,89 @@ def test_contract_data_kinds():
     assert float(x["uniform"].abs().max()) <= 1 and float(x["wide"].abs().max()) > 64  # up to 2^10
     with pytest.raises(ValueError, match="kind='bf16'"):
         check.contract_data("bf16", (2, 2), g, device="cpu")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg,layouts", [(RS_CFG, ("nn", "tn")), (RS64, ("nn",)), (RA_CFG, ("nn", "nt")), (RA64, ("nn",))])
+@pytest.mark.parametrize("M,N,K", [(129, 257, 33), (7, 9, 5), (1, 1, 1), (300, 200, 1000), (1000, 1000, 1000),
+                                   (64, 300, 64), (255, 129, 4097)])
+def test_gpu_s13_register_split_against_float64(cfg, layouts, M, N, K):
+    for layout in layouts:
+        r = check.check_stage("s13", M, N, K, layout, config=cfg)
+        assert r.correct, (layout, r)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg,want", [(RS_CFG, {"rs": 1}), (RA_CFG, {"ra": 1})])
+def test_gpu_s13_register_split_plan_batched_split_k_in_place(cfg, want):
+    import torch
+
+    import gemmlab
+
+    a, b, _ = check.random_operands(300, 200, 500)
+    plan, _ = gemmlab.api.prepare(a, b, out=torch.empty(300, 200, device="cuda"), stage="s13", config=cfg)
+    assert plan.variant == want
+    assert [k for k in plan.kernels if k == "gemmlab_split_tf32"] == ["gemmlab_split_tf32"]  # one operand
+    assert check.check_stage("s13", 130, 70, 90, "nn", batch=4, config=cfg).correct
+    assert check.check_stage("s13", 333, 517, 1500, "nn", config={**cfg, "split_k": 3}).correct
+    assert check.check_stage_poisoned("s13", 300, 200, 500, config=cfg).correct
+    a, b, c = check.random_operands(300, 200, 500)
+    ref = check.reference(a, b, c, 0.5, 3.0)
+    gemmlab.gemm(a, b, c, alpha=0.5, beta=3.0, out=c, stage="s13", config=cfg)
+    torch.cuda.synchronize()
+    assert check.compare(c, ref, 500, "tf32x3").correct
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", [RS_CFG, RA_CFG])
+def test_gpu_s13_register_split_special_values(cfg):
+    """Inf, NaN, a value that rounds to inf in tf32 and tiny values in the operand split in registers."""
+    import torch
+
+    import gemmlab
+
+    a = torch.rand(256, 512, device="cuda") * 2 - 1
+    b = torch.rand(512, 256, device="cuda") * 2 - 1
+    # x[i, k]: the operand split in registers, i along its own dimension (rows of D for A, columns
+    # for B: a view, so writes reach b); y[j, k] the other one
+    x, y = (a, b.t()) if cfg.get("a_regs") else (b.t(), a)
+    x[0, 3], x[1, 4], x[2, 5] = float("inf"), float("nan"), 3.0e38   # 3e38 rounds to inf in tf32
+    x[3, :] = 1e-30
+    y[7, 5] = 1.0                                                      # 3e38 * 1: finite in FP32
+    out = gemmlab.matmul(a, b, stage="s13", config=cfg)
+    ref = a.double() @ b.double()
+    torch.cuda.synchronize()
+    o, r = (out, ref) if cfg.get("a_regs") else (out.t(), ref.t())   # rows of o: the special rows of x
+    assert torch.isnan(o[1]).all()
+    assert (torch.isinf(o[0]) | torch.isnan(o[0])).all()
+    assert torch.isfinite(o[2, 7]) and abs(float(o[2, 7]) / float(r[2, 7]) - 1) < 1e-5
+    rest = torch.ones(256, dtype=torch.bool, device="cuda")
+    rest[:4] = False
+    assert check.compare(o[rest], r[rest], 512, "tf32x3").correct
+    assert check.compare(o[3:4], r[3:4], 512, "tf32x3").rel_error < 1e-4
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["uniform", "normal", "positive", "wide"])
+@pytest.mark.parametrize("cfg", [RS_CFG, RA_CFG])
+def test_gpu_accuracy_contract_register_split(kind, cfg):
+    """The contract for the variants that split in registers (one tensor-core partial sum,
+    split_partials=0), at K = 4096: no larger error than cuBLAS FP32, every element within the bound."""
+    import torch
+
+    import gemmlab
+    from gemmlab.bench.baselines import disable_tf32
+
+    disable_tf32()
+    K = 4096
+    g = torch.Generator(device="cuda")
+    g.manual_seed(K + 7 * len(kind))
+    a, b = check.contract_data(kind, (2048, K), g), check.contract_data(kind, (K, 2048), g)
+    ref = a.double() @ b.double()
+    ours = gemmlab.matmul(a, b, stage="s13", config=cfg)
+    cublas = a @ b
+    torch.cuda.synchronize()
+    err = lambda x: float(torch.linalg.vector_norm(x.double() - ref) / torch.linalg.vector_norm(ref))  # noqa: E731
+    assert err(ours) <= err(cublas), (kind, err(ours), err(cublas))
+    bound = K * 2.0 ** -24 * (a.double().abs() @ b.double().abs())
+    assert bool(((ours.double() - ref).abs() <= bound).all())

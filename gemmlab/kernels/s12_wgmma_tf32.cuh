@@ -22,6 +22,7 @@
 #include "ptx/cvt.cuh"
 #include "ptx/wgmma.cuh"
 #include "mma/wgmma_core.cuh"
+#include "mma/wgmma_rs_fragment.cuh"
 #include "epilogue/wgmma_store.cuh"
 
 namespace gemmlab {
@@ -95,11 +96,8 @@ struct S12WgmmaTf32 {
 
 // D^T tile = B^T (registers) x A^T (shared, K-major). The block covers BLOCK_M rows of D (the
 // wgmma N) and BLOCK_N columns (64 per consumer warpgroup, the wgmma M).
-//   - B arrives as its row-major [k][n] tile: BLOCK_N/32 TMA boxes of {32 n, 32 k}, 128-byte
-//     swizzled (16-byte chunk index XOR k % 8);
-//   - the A fragment of wgmma (warp w, lane l: rows 16w + l/4 and +8, k = l%4 and +4) is mapped to
-//     n = 16w + 2(l/4) and +1, so each thread's two rows are adjacent: one 8-byte load per k row,
-//     conflict-free under the swizzle; the epilogue undoes the mapping;
+//   - B arrives as its row-major [k][n] tile and reaches wgmma's register fragment as
+//     mma/wgmma_rs_fragment.cuh lays it out (adjacent column pairs, conflict-free 8-byte loads);
 //   - the words are rounded to tf32 in registers (cvt.rna), as the TMA rounds A;
 //   - each tile's wgmma group is waited for before its registers are reused (the two consumer
 //     warpgroups take turns on the tensor cores meanwhile).
@@ -107,6 +105,7 @@ template <int BLOCK_M_, int BLOCK_N_, int BLOCK_K_, int STAGES_, int A_ORDER_>
 struct S12WgmmaTf32Rs {
     static constexpr int BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_, BLOCK_K = BLOCK_K_, STAGES = STAGES_;
     using Core = WgmmaCoreTf32<BLOCK_M, BLOCK_K>;  // the wgmma N is the block's M
+    using Frag = RsFragmentNMajor<BLOCK_N, BLOCK_K>;
     using Pipe = TmaPipeline<128 * (BLOCK_N / 64), STAGES>;  // one consumer warpgroup per 64 columns
     static_assert(BLOCK_N % 64 == 0 && BLOCK_N >= 64 && BLOCK_N <= 256, "block_n: 64..256, one consumer warpgroup per 64 columns");
     static_assert(BLOCK_M <= 256, "a TMA box is at most 256 rows");
@@ -114,21 +113,12 @@ struct S12WgmmaTf32Rs {
     static_assert(Core::ACC + 56 <= Pipe::CONSUMER_REGS, "accumulators (block_m/2) + 56 must fit a consumer's registers");
 
     static constexpr int A_STAGE_BYTES = BLOCK_M * BLOCK_K * 4;  // [m][k], K-major, swizzled
-    static constexpr int B_BOX_BYTES = 32 * BLOCK_K * 4;         // {32 n, 32 k}: 32 rows of 128 bytes
-    static constexpr int B_STAGE_BYTES = BLOCK_N / 32 * B_BOX_BYTES;
+    static constexpr int B_BOX_BYTES = Frag::BOX_BYTES;
+    static constexpr int B_STAGE_BYTES = Frag::STAGE_BYTES;
     static_assert(A_STAGE_BYTES % 1024 == 0, "tiles are whole 8-row atoms");
     static constexpr unsigned TX_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
     static constexpr int SMEM_BYTES = 1024 + STAGES * (A_STAGE_BYTES + B_STAGE_BYTES) + 2 * STAGES * 8;
 
-    // The 8 bytes (n, n+1) at row k of the stage's B tile (n even).
-    static __device__ __forceinline__ uint2 load_pair(unsigned b_stage, int k, int n) {
-        const unsigned box = b_stage + (n / 32) * B_BOX_BYTES;
-        const unsigned chunk = static_cast<unsigned>(((n % 32) / 4) ^ (k % 8));
-        const unsigned addr = box + k * 128 + chunk * 16 + (n % 4) * 4;
-        uint2 v;
-        asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "r"(addr));
-        return v;
-    }
     static __device__ __forceinline__ unsigned tf32_bits(unsigned word) {
         return __float_as_uint(tf32_round(__uint_as_float(word)));
     }
@@ -158,9 +148,8 @@ struct S12WgmmaTf32Rs {
         }
 
         Pipe::consumer_enter();
-        const int wg = threadIdx.x / 128, warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
-        const int n_pair = 64 * wg + 16 * warp + 2 * (lane / 4);  // this thread's two columns of the block
-        const int k_lane = lane % 4;
+        const int n_pair = Frag::n_pair(threadIdx.x);  // this thread's two columns of the block
+        const int k_lane = Frag::k_lane(threadIdx.x);
         float acc[Core::ACC];
 #pragma unroll
         for (int i = 0; i < Core::ACC; ++i) acc[i] = 0.0f;
@@ -173,16 +162,14 @@ struct S12WgmmaTf32Rs {
             unsigned frag[Core::K_STEPS][4];
 #pragma unroll
             for (int ks = 0; ks < Core::K_STEPS; ++ks) {
-                const uint2 lo_k = load_pair(b_stage, 8 * ks + k_lane, n_pair);      // k = l%4
-                const uint2 hi_k = load_pair(b_stage, 8 * ks + k_lane + 4, n_pair);  // k = l%4 + 4
-                // (row l/4, k), (row l/4 + 8, k), (row l/4, k + 4), (row l/4 + 8, k + 4); rows l/4
-                // and l/4 + 8 are columns n_pair and n_pair + 1.
+                unsigned w[4];
+                Frag::load(b_stage, ks, n_pair, k_lane, w);
                 if constexpr (A_ORDER_ == 0) {
-                    frag[ks][0] = tf32_bits(lo_k.x); frag[ks][1] = tf32_bits(lo_k.y);
-                    frag[ks][2] = tf32_bits(hi_k.x); frag[ks][3] = tf32_bits(hi_k.y);
+                    frag[ks][0] = tf32_bits(w[0]); frag[ks][1] = tf32_bits(w[1]);
+                    frag[ks][2] = tf32_bits(w[2]); frag[ks][3] = tf32_bits(w[3]);
                 } else {
-                    frag[ks][0] = tf32_bits(lo_k.x); frag[ks][1] = tf32_bits(hi_k.x);
-                    frag[ks][2] = tf32_bits(lo_k.y); frag[ks][3] = tf32_bits(hi_k.y);
+                    frag[ks][0] = tf32_bits(w[0]); frag[ks][1] = tf32_bits(w[2]);
+                    frag[ks][2] = tf32_bits(w[1]); frag[ks][3] = tf32_bits(w[3]);
                 }
             }
             wgmma::fence();

@@ -189,7 +189,7 @@ class WgmmaTf32(StageSpec):
 
     def check_problem(self, cfg, problem):
         bad = self.tma_problems(cfg, problem)
-        b_regs = self.variant(cfg, problem)["rs"]
+        b_regs = self.variant(cfg, problem).get("rs", 0)
         for which in ("a", "b"):
             if not self.operand_ready(problem, which, cfg if b_regs else None):
                 bad.append(f"{which.upper()} is not K-major with 16-byte aligned rows (TF32 wgmma reads both "
@@ -204,9 +204,13 @@ class WgmmaTf32(StageSpec):
             raise ConfigError(f"stage {self.id} cannot run this problem as given: " + "; ".join(bad))
 
     # ---- kernel parameters: the two tensor maps and the batch mask --------------------------
+    def maps(self, variant) -> tuple:
+        """The kernel's tensor-map parameters, in order (operand sources of the plan)."""
+        return self.map_operands
+
     def extra_params(self, cfg, variant):
         maps = [(f"const __grid_constant__ gemmlab::async::TmaDescriptor {ref}_map", f"{ref}_map")
-                for ref in self.map_operands]
+                for ref in self.maps(variant)]
         return maps + [("int tma_batch_mask", "tma_batch_mask")]
 
     def extra_args(self, cfg, variant, problem):
@@ -214,7 +218,7 @@ class WgmmaTf32(StageSpec):
         copies have one workspace layout)."""
         maps = operand_maps(cfg, problem, variant.get("rs", 0))
         dtype = tensor_map.TFLOAT32 if cfg.get("tma_tf32", 0) else tensor_map.FLOAT32
-        return ([tensor_map.TensorMapArg(ref, *maps[ref[0]][1:], dtype) for ref in self.map_operands]
+        return ([tensor_map.TensorMapArg(ref, *maps[ref[0]][1:], dtype) for ref in self.maps(variant)]
                 + [np.int32(maps["batch_mask"])])
 
     def smem_accesses(self, cfg, variant=None):

@@ -13,12 +13,72 @@ promoted every ``promote_k`` (default 32: at K = 1024 on U(0,1) data, 2048² out
 512). Precision ``tf32x3``: the relative error is that of FP32 SIMT or better.
 
 The plan always runs the split (``operand_split``); the report names the split launches.
+
+Variants that split one operand in registers, not by a pre-pass, so that a large operand is read
+once, as it is, and never copied (only the other operand is split into workspace):
+  ``rs`` (config ``b_regs=1``, a row-major B): S13Tf32x3Rs computes D^T = B^T A^T on s12's RS
+  path, B^T's raw words split where they are loaded into wgmma's register fragment; block_n is
+  then the wgmma M (64 per consumer warpgroup) and block_m the wgmma N. H200, 128x8192x8192 nn:
+  98.9 TFLOPS at 128x128 split 2, against 34.5 for the pre-split kernel and 50.5 for cuBLAS FP32.
+  ``ra`` (config ``a_regs=1``, a K-major A): S13Tf32x3Ra, the SS tile with A's raw tile read into
+  registers by each consumer warpgroup and split there.
+Where both apply, the larger operand is the one split in registers.
 """
 from __future__ import annotations
 
-from .base import Param
+from .base import Param, Problem
 from .s10_cp_async import SMEM_LIMIT
-from .s12_wgmma_tf32 import BLOCK_K, WgmmaTf32, consumer_regs
+from .s12_wgmma_tf32 import BLOCK_K, WgmmaTf32, b_n_major_ready, consumer_regs, operand_view
+
+RS_EXTRA_REGS = 8 * (BLOCK_K // 8) + 24  # the RS kernel: a tile's hi and lo fragments, and addressing
+
+
+def rs_problems(cfg) -> list[str]:
+    """Why ``cfg`` cannot run the RS variant (B split in registers); [] if it can."""
+    bm, bn, st = cfg["block_m"], cfg["block_n"], cfg["stages"]
+    out = []
+    if bn % 64 or not 64 <= bn <= 256:
+        out.append(f"block_n={bn} must be 64, 128, 192 or 256 (64 columns per consumer warpgroup)")
+    if bm % 32 or not 32 <= bm <= 256:
+        out.append(f"block_m={bm} must be a multiple of 32 in 32..256 (the wgmma n)")
+    if not out:
+        sets = 3 if cfg["split_partials"] else 2
+        regs = consumer_regs(cfg, bn // 64)
+        if sets * (bm // 2) + RS_EXTRA_REGS > regs:
+            out.append(f"{sets} accumulator sets of block_m/2 = {bm // 2} + {RS_EXTRA_REGS} exceed the {regs} registers "
+                       f"a consumer thread gets with block_n={bn}")
+        smem = rs_smem_bytes(cfg)
+        if smem > SMEM_LIMIT:
+            out.append(f"shared memory {smem} B (stages x (2 x block_m + block_n) x 128 B) exceeds {SMEM_LIMIT} B")
+    return out
+
+
+def ra_problems(cfg) -> list[str]:
+    """Why ``cfg`` cannot run the RA variant (A split in registers); [] if it can."""
+    bm, bn = cfg["block_m"], cfg["block_n"]
+    out = []
+    if bm % 64 or not 64 <= bm <= 256:
+        out.append(f"block_m={bm} must be 64, 128, 192 or 256 (one consumer warpgroup per 64 rows)")
+    if bn % 32 or not 32 <= bn <= 256:
+        out.append(f"block_n={bn} must be a multiple of 32 in 32..256 (the wgmma n)")
+    if not out:
+        sets = 3 if cfg["split_partials"] else 2
+        regs = consumer_regs(cfg)
+        if sets * (bn // 2) + RS_EXTRA_REGS > regs:
+            out.append(f"{sets} accumulator sets of block_n/2 = {bn // 2} + {RS_EXTRA_REGS} exceed the {regs} registers "
+                       f"a consumer thread gets with block_m={bm}")
+        smem = ra_smem_bytes(cfg)
+        if smem > SMEM_LIMIT:
+            out.append(f"shared memory {smem} B (stages x (block_m + 2 x block_n) x 128 B) exceeds {SMEM_LIMIT} B")
+    return out
+
+
+def ra_smem_bytes(cfg) -> int:
+    return 1024 + cfg["stages"] * (cfg["block_m"] + 2 * cfg["block_n"]) * BLOCK_K * 4 + 2 * cfg["stages"] * 8
+
+
+def rs_smem_bytes(cfg) -> int:
+    return 1024 + cfg["stages"] * (2 * cfg["block_m"] + cfg["block_n"]) * BLOCK_K * 4 + 2 * cfg["stages"] * 8
 
 
 class Tf32x3(WgmmaTf32):
@@ -27,8 +87,54 @@ class Tf32x3(WgmmaTf32):
     needs_workspace = True  # always (the split copies), so stage="auto" never picks it without one
     map_operands = ("a", "a_lo", "b", "b_lo")  # the kernel's four tensor-map parameters, in order
 
+    def rs_legal(self, cfg) -> bool:
+        return bool(cfg.get("b_regs", 0)) and not rs_problems(cfg)
+
+    def ra_legal(self, cfg) -> bool:
+        return bool(cfg.get("a_regs", 0)) and not ra_problems(cfg)
+
+    def variants(self, cfg):
+        return [{}] + ([{"rs": 1}] if self.rs_legal(cfg) else []) + ([{"ra": 1}] if self.ra_legal(cfg) else [])
+
+    def variant(self, cfg, problem: Problem):
+        """Which operand the kernel splits in registers: {"rs": 1} a row-major B that is not
+        K-major, {"ra": 1} a K-major A, where the config allows (the larger operand where both
+        could); {} both split by the pre-pass."""
+        rs = self.rs_legal(cfg) and b_n_major_ready(problem) and not operand_view(problem, "b")[0]
+        ra = self.ra_legal(cfg) and operand_view(problem, "a")[0]
+        if rs and ra:
+            rs = problem.N >= problem.M
+            ra = not rs
+        return {"rs": 1} if rs else {"ra": 1} if ra else {}
+
+    def split_operands(self, cfg, problem: Problem) -> tuple:
+        """The operands the plan splits into hi and lo workspace copies: both, or the one the
+        kernel does not split in registers."""
+        v = self.variant(cfg, problem)
+        return ("a",) if v.get("rs") else ("b",) if v.get("ra") else ("a", "b")
+
+    def maps(self, variant) -> tuple:
+        if variant.get("rs"):
+            return ("a", "a_lo", "b")
+        if variant.get("ra"):
+            return ("a", "b", "b_lo")
+        return self.map_operands
+
+    def operand_ready(self, problem: Problem, which: str, cfg=None) -> bool:
+        if operand_view(problem, which)[0]:
+            return True
+        return which == "b" and cfg is not None and self.rs_legal(cfg) and b_n_major_ready(problem)
+
     def constraints(self, cfg):
         out = self.tile_constraints(cfg)
+        if cfg.get("b_regs", 0) not in (0, 1):
+            out.append(f"b_regs={cfg['b_regs']} must be 0 or 1")
+        elif cfg.get("b_regs", 0) and not out:
+            out += [f"b_regs=1: {m}" for m in rs_problems(cfg)]
+        if cfg.get("a_regs", 0) not in (0, 1):
+            out.append(f"a_regs={cfg['a_regs']} must be 0 or 1")
+        elif cfg.get("a_regs", 0) and not out:
+            out += [f"a_regs=1: {m}" for m in ra_problems(cfg)]
         bm, bn, pk = cfg["block_m"], cfg["block_n"], cfg["promote_k"]
         if pk % BLOCK_K or not BLOCK_K <= pk <= 4096:
             out.append(f"promote_k={pk} must be a multiple of {BLOCK_K} in {BLOCK_K}..4096")
@@ -45,9 +151,19 @@ class Tf32x3(WgmmaTf32):
         return out
 
     def smem_bytes(self, cfg, variant):
+        if variant.get("rs"):
+            return rs_smem_bytes(cfg)
+        if variant.get("ra"):
+            return ra_smem_bytes(cfg)
         return 1024 + cfg["stages"] * 2 * (cfg["block_m"] + cfg["block_n"]) * BLOCK_K * 4 + 2 * cfg["stages"] * 8
 
     def template(self, cfg, variant):
+        if variant.get("ra"):
+            return (f"gemmlab::S13Tf32x3Ra<{cfg['block_m']}, {cfg['block_n']}, {cfg['block_k']}, {cfg['stages']}, "
+                    f"{cfg['promote_k']}, {'true' if cfg['split_partials'] else 'false'}>")
+        if variant.get("rs"):
+            return (f"gemmlab::S13Tf32x3Rs<{cfg['block_m']}, {cfg['block_n']}, {cfg['block_k']}, {cfg['stages']}, "
+                    f"{cfg['promote_k']}, {'true' if cfg['split_partials'] else 'false'}>")
         return (f"gemmlab::S13Tf32x3<{cfg['block_m']}, {cfg['block_n']}, {cfg['block_k']}, {cfg['stages']}, "
                 f"{cfg['promote_k']}, {'true' if cfg['split_partials'] else 'false'}>")
 
@@ -69,6 +185,10 @@ STAGE = Tf32x3(
         Param("split_partials", 1, "1: hi·hi in a tensor-core partial sum of its own, lo·hi + hi·lo in another "
                                    "(fewer truncating steps on the large one); 0: one partial sum"),
         Param("group_m", 8, "tile rows per L2 group in the block order"),
+        Param("a_regs", 0, "1: a K-major A is split in registers (the RA variant: only B split by the pre-pass) "
+                           "instead of by a pre-pass; where b_regs applies too, the larger operand is split in registers"),
+        Param("b_regs", 0, "1: a row-major B is split in registers (the RS variant: D^T = B^T A^T, only A split by "
+                           "the pre-pass) instead of by a pre-pass, where the tile allows it (block_n a multiple of 64)"),
     ),
     sass=("HGMMA", "UTMALDG", "SYNCS", "FADD"),
     min_cc=90,

@@ -21,4 +21,15 @@ __device__ __forceinline__ void split_tf32(float v, float& hi, float& lo) {
     lo = isfinite(rest) ? tf32_round(rest) : 0.0f;
 }
 
+// The four words of an RS wgmma fragment, split: w = hi + lo word by word (bit patterns in and out).
+__device__ __forceinline__ void split_tf32_words(const unsigned (&w)[4], unsigned (&hi)[4], unsigned (&lo)[4]) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        float h, l;
+        split_tf32(__uint_as_float(w[j]), h, l);
+        hi[j] = __float_as_uint(h);
+        lo[j] = __float_as_uint(l);
+    }
+}
+
 }  // namespace gemmlab
