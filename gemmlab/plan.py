@@ -317,7 +317,9 @@ def build(choice: Choice, prob: Problem, refs: dict, dev: int, *, capturing: boo
     # split into hi and lo parts.
     if spec.operands_k_major and prob.K > 0 and spec.fallback(cfg, prob) is None:
         if getattr(spec, "operand_split", False):
-            prob = _split_operands(b, prob, refs, spec.split_operands(cfg, prob))
+            which = spec.split_operands(cfg, prob)
+            cfg = spec.kernel_config(cfg, prob)  # the variant is decided on the caller's operands
+            prob = _split_operands(b, prob, refs, which)
         else:
             prob = _k_major_operands(b, spec, cfg, prob, refs)
 

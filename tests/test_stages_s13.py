@@ -91,6 +91,23 @@ def test_register_split_variants_follow_the_layout():
     S13.check_problem(ra, nt)
 
 
+def test_the_variant_is_decided_on_the_callers_operands():
+    """An A whose rows are not 16-byte aligned (K = 33) must go through the pre-pass; its hi copy is
+    aligned, but the kernel must still be the one that reads A's hi and lo copies, not the RA kernel
+    on the hi copy alone (H200: 8.8e-5 relative error, the lo part lost, before the plan fixed the
+    variant first)."""
+    from gemmlab.problem import Problem
+
+    ra, both = S13.config(RA_CFG), S13.config({**RS_CFG, "a_regs": 1})
+    odd = Problem.dense(1029, 256, 33)                     # A rows 132 bytes apart; B rows 1 KB
+    assert S13.variant(ra, odd) == {} and S13.split_operands(ra, odd) == ("a", "b")
+    assert S13.kernel_config(ra, odd)["a_regs"] == 0
+    assert S13.variant(both, odd) == {"rs": 1} and S13.split_operands(both, odd) == ("a",)
+    k = S13.kernel_config(both, odd)
+    assert (k["a_regs"], k["b_regs"]) == (0, 1)
+    assert S13.kernel_config(ra, Problem.dense(1024, 256, 64)) == ra   # the RA case itself: unchanged
+
+
 @pytest.mark.parametrize("override,message", [
     ({**RS_CFG, "block_n": 96}, "b_regs=1: block_n=96 must be 64, 128, 192 or 256"),
     ({**RS_CFG, "split_partials": 1}, "b_regs=1: 3 accumulator sets of block_m/2 = 64"),

@@ -113,6 +113,15 @@ class Tf32x3(WgmmaTf32):
         v = self.variant(cfg, problem)
         return ("a",) if v.get("rs") else ("b",) if v.get("ra") else ("a", "b")
 
+    def kernel_config(self, cfg, problem: Problem) -> dict:
+        """The config the kernel runs with once the plan has split what ``split_operands`` names:
+        the register-split flag of the variant chosen on the caller's operands kept, the other
+        cleared. (A pre-split operand is K-major and aligned: without this, an A the pre-pass had
+        to split because its rows were not 16-byte aligned would qualify for ``ra`` afterwards,
+        and its lo part would be lost.)"""
+        v = self.variant(cfg, problem)
+        return {**cfg, "a_regs": 1 if v.get("ra") else 0, "b_regs": 1 if v.get("rs") else 0}
+
     def maps(self, variant) -> tuple:
         if variant.get("rs"):
             return ("a", "a_lo", "b")
