@@ -129,6 +129,19 @@ class Plan:
 
 # ---- building --------------------------------------------------------------------------------
 
+REDUCE_THREADS = 132 * 1024  # threads the split-K reduce aims for: half of what the H200's SMs hold
+
+
+def reduce_lanes(outputs: int, splits: int) -> int:
+    """Threads per output group of 4 in the split-K reduce (kernels/splitk_reduce.cuh): 1, or more
+    (a power of two up to 32, at most the slices) where the outputs alone would leave the GPU
+    without enough loads in flight (64x64 with 128 slices: 1024 groups -> 32 lanes each)."""
+    lanes = 1
+    while lanes < 32 and 2 * lanes <= splits and outputs * lanes < REDUCE_THREADS:
+        lanes *= 2
+    return lanes
+
+
 def kernel_for(spec, cfg, variant, arch) -> CompiledKernel:
     name, src = generate(spec, cfg, variant)
     return compile_cubin(src, name, spec.compile_arch(cfg, arch))
@@ -208,9 +221,10 @@ class _Builder:
     # -- the split-K reduce ----------------------------------------------------------------------
     def reduce(self, ws_ref, d_ref, M, N, splits, ws_ld, ws_ss, ws_bs, d_rs, d_cs, d_bs, batch):
         total = M * (-(-N // 4)) * batch
-        blocks = max(1, min(math.ceil(total / 256), 132 * 8))
-        kinds = ["ptr", "ptr"] + ["i64"] * 10 + ["f32", "f32"]
-        values = [0, 0, M, N, splits, ws_ld, ws_ss, ws_bs, d_rs, d_cs, d_bs, batch, 1.0, 0.0]
+        lanes = reduce_lanes(total, splits)
+        blocks = max(1, min(math.ceil(total * lanes / 256), 132 * 8))
+        kinds = ["ptr", "ptr"] + ["i64"] * 10 + ["f32", "f32", "i32"]
+        values = [0, 0, M, N, splits, ws_ld, ws_ss, ws_bs, d_rs, d_cs, d_bs, batch, 1.0, 0.0, lanes]
         self.add("reduce", _REDUCE_SRC, "gemmlab_splitk_reduce", self.arch, (blocks, 1, 1), 256, 0, kinds, values,
                  [(0, *ws_ref), (1, *d_ref)], [(12, "alpha"), (13, "beta")])
 

@@ -128,6 +128,13 @@ for what in "$@"; do
     s13-rs)
       step "s13 RS variant (B split in registers): correctness and speed"
       python3 scripts/s13_rs_probe.py 2>&1 | tee "$RES/s13_rs_probe.txt" | tail -20 ;;
+    ncu-vs-cublas)
+      step "ncu: gemmlab auto against cuBLAS, kernel by kernel"
+      bash scripts/ncu_vs_cublas.sh "$RES/ncu-vs-cublas" "1 4096 4096" "1 8192 8192" "64 64 65536" "1 6144 2048" 2>&1 | tee "$RES/ncu_vs_cublas.txt" | tail -30 ;;
+    gemv-gap)
+      step "skinny: time outside the kernel (flush kind, shared memory, carveout)"
+      python3 scripts/gemv_gap.py 2>&1 | tee "$RES/gemv_gap.txt" | tail -8
+      python3 scripts/gemv_gap.py 1 6144 2048 2>&1 | tee -a "$RES/gemv_gap.txt" | tail -8 ;;
     probe)
       step "bank probe"
       python3 -m gemmlab bank-probe --out "$RES/bank-probe" 2>&1 | tee "$RES/bank-probe.txt" | tail -30 ;;

@@ -47,6 +47,42 @@ def test_reduce_kernel_compiles_vectorized():
     assert info["mix"].get("LDG.E.128", 0) >= 1 and info["mix"].get("STG.E.128", 0) >= 1
 
 
+def test_reduce_lanes_spread_few_outputs_over_more_threads():
+    from gemmlab.analysis import sass
+    from gemmlab.jit import compile_cubin
+    from gemmlab.plan import REDUCE_THREADS, reduce_lanes
+
+    assert reduce_lanes(64 * 16, 128) == 32          # 64x64, 128 slices: 1024 groups of 4 columns
+    assert reduce_lanes(64 * 16, 4) == 4             # never more lanes than slices
+    assert reduce_lanes(8192 * 32, 4) == 1           # 8192x128: enough outputs already
+    assert reduce_lanes(REDUCE_THREADS // 8, 64) == 8
+    for outputs, splits in ((1, 1), (3, 2), (1000, 7), (10 ** 6, 65535)):
+        lanes = reduce_lanes(outputs, splits)
+        assert lanes & (lanes - 1) == 0 and 1 <= lanes <= min(32, max(splits, 1))
+    ck = compile_cubin('#include "splitk_reduce.cuh"\n', "gemmlab_splitk_reduce", "sm_90")
+    assert sass.has_opcode(sass.instructions(ck.cubin), "SHFL.BFLY")  # the lanes' butterfly
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("stage,M,N,K,split", [("s11", 64, 64, 65536, 128), ("s11", 7, 9, 5000, 33),
+                                                ("s10", 64, 300, 4096, 64), ("s11", 1, 128, 8192, 40)])
+def test_gpu_split_k_with_many_slices(stage, M, N, K, split):
+    """Few outputs, many slices: the reduce's lane groups (up to 32 threads an output) add the
+    slices correctly, and the same bits come out twice."""
+    import torch
+
+    import gemmlab
+    from gemmlab import check
+
+    r = check.check_stage(stage, M, N, K, "nn", config={"split_k": split})
+    assert r.correct, r
+    a, b, _ = check.random_operands(M, N, K)
+    x = gemmlab.matmul(a, b, stage=stage, config={"split_k": split})
+    y = gemmlab.matmul(a, b, stage=stage, config={"split_k": split})
+    torch.cuda.synchronize()
+    assert torch.equal(x, y)
+
+
 def test_split_k_problem_grid_and_wrapper():
     from gemmlab.jit.source import generate
 
