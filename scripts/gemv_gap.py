@@ -16,19 +16,25 @@ pol = Policy(target_seconds=0.05, max_seconds=0.5, min_reps=20, max_reps=500)
 write_flush = L2Flush()
 buf = torch.empty(FLUSH_BYTES // 4, device="cuda")
 acc = torch.empty((), device="cuda")
-read_flush = lambda: torch.sum(buf, out=acc)  # noqa: E731
+read_flush = lambda: acc.copy_(buf.sum())  # noqa: E731
 def t(fn, fl):
     fn(); torch.cuda.synchronize(); return measure(fn, pol, fl).summary.median * 1e3
 ops = Operands.make(M, N, K, "nn", 0); ops.reference()
 rows = [("cuBLAS", lambda: torch.mm(ops.a, ops.b, out=ops.out), None)]
-cfgs = [None, {"small_dim": 1, "small": 1, "algo": 1, "block_big": 32, "threads": 256, "k_groups": 32, "unroll": 4, "g_stages": 2},
-        {"small_dim": 1, "small": 1, "algo": 1, "block_big": 32, "threads": 512, "k_groups": 64, "unroll": 2, "g_stages": 2},
-        {"small_dim": 1, "small": 1, "algo": 1, "block_big": 32, "threads": 256, "k_groups": 32, "unroll": 8, "g_stages": 3}]
+u8 = {"small_dim": 1, "small": 1, "algo": 1, "block_big": 32, "threads": 256, "k_groups": 32, "unroll": 8, "g_stages": 3}
+cfgs = [None, {"evict_first": 0}, u8, {**u8, "evict_first": 0},
+        {"small_dim": 1, "small": 1, "algo": 1, "block_big": 32, "threads": 512, "k_groups": 64, "unroll": 4, "g_stages": 3},
+        {"small_dim": 1, "small": 1, "algo": 1, "block_big": 64, "threads": 512, "k_groups": 32, "unroll": 8, "g_stages": 3,
+         "split_k": 2}]
 for cfg in cfgs:
     plan, fn = api.prepare(ops.a, ops.b, out=ops.out, stage="auto" if cfg is None else "skinny", config=cfg)
+    if cfg is not None and len(cfg) == 1:  # auto's resolution with one key changed
+        plan, fn = api.prepare(ops.a, ops.b, out=ops.out, stage="skinny", config={**auto_cfg, **cfg})
+    if cfg is None:
+        auto_cfg = {**plan.choice.config, "split_k": plan.choice.split_k}
     fn(); torch.cuda.synchronize()
     assert ops.check_out().correct
-    rows.append((("auto " if cfg is None else "") + f"smem {plan.main.smem/1024:.0f} KB {plan.choice.config}", fn, plan))
+    rows.append((("auto " if cfg is None else "") + f"split {plan.choice.split_k} smem {plan.main.smem/1024:.0f} KB {plan.choice.config}", fn, plan))
 print(f"{M}x{N}x{K}: event times in us (median), after a writing flush / a reading flush / writing flush + carveout 100")
 for name, fn, plan in rows:
     w, r = t(fn, write_flush), t(fn, read_flush)

@@ -134,7 +134,9 @@ for what in "$@"; do
     gemv-gap)
       step "skinny: time outside the kernel (flush kind, shared memory, carveout)"
       python3 scripts/gemv_gap.py 2>&1 | tee "$RES/gemv_gap.txt" | tail -8
-      python3 scripts/gemv_gap.py 1 6144 2048 2>&1 | tee -a "$RES/gemv_gap.txt" | tail -8 ;;
+      for shape in "1 6144 2048" "1 8192 8192" "8 4096 4096" "4096 1 4096"; do
+        python3 scripts/gemv_gap.py $shape 2>&1 | tee -a "$RES/gemv_gap.txt" | tail -8
+      done ;;
     probe)
       step "bank probe"
       python3 -m gemmlab bank-probe --out "$RES/bank-probe" 2>&1 | tee "$RES/bank-probe.txt" | tail -30 ;;

@@ -85,7 +85,10 @@ def test_constraints_name_the_rule(override, message):
 
 def test_defaults_are_auto_and_legal():
     cfg = S.default_config
-    assert all(v == 0 for v in cfg.values()) and S.constraints(cfg) == []
+    assert all(v == 0 for k, v in cfg.items() if k != "evict_first") and S.constraints(cfg) == []
+    assert cfg["evict_first"] == 1  # not an auto key: the L2 policy of the big operand's copies
+    with pytest.raises(ConfigError, match="evict_first=2 must be 0 or 1"):
+        S.config({"evict_first": 2})
     with pytest.raises(ConfigError, match="unknown config key 'no_such'"):
         S.config({"no_such": 1})
     # Without a problem the autos resolve for the nominal GEMV (1 x 4096 x 4096, B streamed).
@@ -325,6 +328,10 @@ namespace async {
 inline unsigned smem_address(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
 inline void copy_16(unsigned dst, const void* src, int src_bytes) { emu::copy(dst, src, 16, src_bytes); }
 inline void copy_4(unsigned dst, const void* src, int src_bytes) { emu::copy(dst, src, 4, src_bytes); }
+// the L2 policy changes nothing a single thread can see
+inline unsigned long long l2_evict_first_policy() { return 0x12ull; }
+inline void copy_16(unsigned dst, const void* src, int src_bytes, unsigned long long) { copy_16(dst, src, src_bytes); }
+inline void copy_4(unsigned dst, const void* src, int src_bytes, unsigned long long) { copy_4(dst, src, src_bytes); }
 inline void commit_group() { emu::commit(); }
 template <int PENDING>
 inline void wait_group() { emu::wait(PENDING); }

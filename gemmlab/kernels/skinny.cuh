@@ -88,7 +88,7 @@ __device__ __forceinline__ void reduce_scatter(float (&v)[V], int lane) {
 }  // namespace skinny
 
 template <int SMALL, int SMALL_DIM, int ALGO, int BLOCK_BIG, int THREADS_, int K_GROUPS_, int UNROLL, int G_STAGES,
-          int K_CHUNK, bool VEC, int SMEM_BYTES_CHECK>
+          int K_CHUNK, bool VEC, int EVICT_FIRST, int SMEM_BYTES_CHECK>
 struct Skinny {
     static constexpr bool SMALL_IS_M = SMALL_DIM == 1;
     static constexpr int BLOCK_M = SMALL_IS_M ? SMALL : BLOCK_BIG;
@@ -155,6 +155,21 @@ struct Skinny {
     static_assert(ALGO != 2 || RL * UNROLL <= 8, "algo 2: rows per warp * unroll copies per iteration must be at most 8");
     static_assert(SMEM_BYTES <= 227 * 1024, "shared memory over 227 KB");
     static_assert(SMEM_BYTES == SMEM_BYTES_CHECK, "gemmlab: stages/skinny.py and skinny.cuh disagree on shared memory");
+
+    // A copy of the big operand G: with EVICT_FIRST, under the L2 evict-first policy (G is read
+    // once; ptx/cp_async.cuh says why that matters after a kernel that left L2 dirty).
+    static __device__ __forceinline__ void copy_g16(unsigned dst, const float* src, int bytes, unsigned long long policy) {
+        if constexpr (EVICT_FIRST) async::copy_16(dst, src, bytes, policy);
+        else async::copy_16(dst, src, bytes);
+    }
+    static __device__ __forceinline__ void copy_g4(unsigned dst, const float* src, int bytes, unsigned long long policy) {
+        if constexpr (EVICT_FIRST) async::copy_4(dst, src, bytes, policy);
+        else async::copy_4(dst, src, bytes);
+    }
+    static __device__ __forceinline__ unsigned long long g_policy() {
+        if constexpr (EVICT_FIRST) return async::l2_evict_first_policy();
+        else return 0ull;
+    }
 
     static __device__ __forceinline__ void store(const GemmArgs& args, int64 s, int64 g, float v) {
         if constexpr (SMALL_IS_M) store_output(args, s, g, v);
@@ -268,6 +283,7 @@ struct Skinny {
         const unsigned ring = async::smem_address(smem) + 16u * tid;       // this thread's slot 0
 
         // Iteration it is rows it*ROWS_IT1 + u*K_GROUPS + kg, u < UNROLL: slot u of the stage.
+        const unsigned long long policy = g_policy();
         auto issue = [&](int it, int st) {
             const float* r = g_row + (int64)it * ROWS_IT1 * op.g_ks;
             const int64 k0 = (int64)it * ROWS_IT1 + kg;
@@ -277,11 +293,11 @@ struct Skinny {
                 const bool ok = full || k0 + u * K_GROUPS < op.k;
                 const unsigned dst = ring + 16u * static_cast<unsigned>((st * SLOTS + u) * THREADS);
                 if constexpr (VEC) {
-                    async::copy_16(dst, ok ? r : op.g, ok ? 16 : 0);  // g_gs == 1, 16-byte aligned
+                    copy_g16(dst, ok ? r : op.g, ok ? 16 : 0, policy);  // g_gs == 1, 16-byte aligned
                 } else {
 #pragma unroll
                     for (int e = 0; e < 4; ++e)
-                        async::copy_4(dst + 4u * e, ok ? r + (e < last_e ? e : last_e) * op.g_gs : op.g, ok ? 4 : 0);
+                        copy_g4(dst + 4u * e, ok ? r + (e < last_e ? e : last_e) * op.g_gs : op.g, ok ? 4 : 0, policy);
                 }
             }
         };
@@ -384,6 +400,7 @@ struct Skinny {
         const unsigned ring = async::smem_address(smem) + 16u * tid;
 
         // Iteration it: for step u and row r, k = it*ROWS_IT2 + k_lane + u*128 .. +3: slot u*RL + r.
+        const unsigned long long policy = g_policy();
         auto issue = [&](int it, int st) {
             const bool full = it < n_full;
 #pragma unroll
@@ -396,12 +413,12 @@ struct Skinny {
                     const unsigned dst = ring + 16u * static_cast<unsigned>((st * SLOTS + u * RL + r) * THREADS);
                     if constexpr (VEC) {  // op.k % 4 == 0: a 4-k group is wholly inside or outside the slice
                         const bool ok = full || kk < op.k;
-                        async::copy_16(dst, ok ? q : op.g, ok ? 16 : 0);  // g_ks == 1, 16-byte aligned
+                        copy_g16(dst, ok ? q : op.g, ok ? 16 : 0, policy);  // g_ks == 1, 16-byte aligned
                     } else {
 #pragma unroll
                         for (int e = 0; e < 4; ++e) {
                             const bool ok = full || kk + e < op.k;
-                            async::copy_4(dst + 4u * e, ok ? q + e * op.g_ks : op.g, ok ? 4 : 0);
+                            copy_g4(dst + 4u * e, ok ? q + e * op.g_ks : op.g, ok ? 4 : 0, policy);
                         }
                     }
                 }

@@ -397,6 +397,8 @@ class Skinny(StageSpec):
             out.append(f"block_big={c['block_big']} must be positive")
         if c["k_groups"] < 0:
             out.append(f"k_groups={c['k_groups']} must be positive")
+        if c["evict_first"] not in (0, 1):
+            out.append(f"evict_first={c['evict_first']} must be 0 or 1")
         if out:
             return out
         return self.combination_constraints(self.resolve(c))
@@ -486,7 +488,7 @@ class Skinny(StageSpec):
         smem = layout(c)["SMEM_BYTES"]
         return (f"gemmlab::Skinny<{c['small']}, {c['small_dim']}, {c['algo']}, {c['block_big']}, {c['threads']}, "
                 f"{c['k_groups']}, {c['unroll']}, {c['g_stages']}, {c['k_chunk']}, "
-                f"{'true' if variant['vec'] else 'false'}, {smem}>")
+                f"{'true' if variant['vec'] else 'false'}, {c['evict_first']}, {smem}>")
 
     def kernel_name(self, cfg, variant):
         return super().kernel_name(self.resolve(cfg), variant)
@@ -520,6 +522,9 @@ STAGE = Skinny(
         Param("g_stages", 0, "shared-memory ring stages of the big operand's cp.async copies, 2..8: g_stages-1 "
                              "iterations in flight per thread (0: auto)"),
         Param("k_chunk", 0, "k per shared-memory stage of the small operand (0: auto)"),
+        Param("evict_first", 1, "1: the big operand's copies carry an L2 evict-first policy (it is read once; "
+                                "after a kernel that left L2 dirty its lines then displace each other, not the "
+                                "dirty ones, whose eviction costs DRAM writes during the stream); 0: none"),
     ),
     sass=("LDGSTS.E.BYPASS.128", "LDGDEPBAR", "DEPBAR", "LDS.128", "FFMA"),
     sass_scalar=("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDS.128", "FFMA"),

@@ -20,6 +20,26 @@ __device__ __forceinline__ void copy_4(unsigned dst, const void* src, int src_by
                  : "memory");
 }
 
+// An L2 cache policy that makes the lines a copy brings in the first to be evicted (createpolicy,
+// sm_80+): for data read once, such as skinny's big operand, streamed from DRAM. Its lines then
+// displace each other rather than what L2 held before (dirty lines, whose eviction costs a DRAM
+// write while the stream reads).
+__device__ __forceinline__ unsigned long long l2_evict_first_policy() {
+    unsigned long long policy;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+    return policy;
+}
+
+// copy_16 / copy_4 with an L2 cache policy (l2_evict_first_policy).
+__device__ __forceinline__ void copy_16(unsigned dst, const void* src, int src_bytes, unsigned long long policy) {
+    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(dst), "l"(src),
+                 "r"(src_bytes), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void copy_4(unsigned dst, const void* src, int src_bytes, unsigned long long policy) {
+    asm volatile("cp.async.ca.shared.global.L2::cache_hint [%0], [%1], 4, %2, %3;\n" ::"r"(dst), "l"(src),
+                 "r"(src_bytes), "l"(policy) : "memory");
+}
+
 __device__ __forceinline__ void commit_group() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 
 // Wait until at most PENDING of this thread's committed groups are still in flight.
