@@ -263,6 +263,9 @@ def complete(c: dict, k_len: int) -> dict:
         base["unroll"] //= 2
 
 
+GEMV_THREADS, GEMV_UNROLL = 256, 8  # pick_geometry's GEMV geometry (small 1, algo 1)
+
+
 def thread_options(c: dict) -> list[int]:
     """Threads per block to try: the caller's, else 256, 512 and (algo 1) 768."""
     if c["threads"]:
@@ -322,6 +325,17 @@ def pick_geometry(c: dict, r: dict, batch: int, sms: int, k_len: int) -> dict:
         gc = complete({**c, **g}, k_len)
         by_smem = gpu_smem()[1] // (layout(gc)["SMEM_BYTES"] + SMEM_RESERVED)
         return min(regs_blocks(gc), by_smem) * g["threads"]
+
+    # GEMV (small 1, algo 1, geometry and unroll auto): 256 threads of 8 rows each, the widest tile
+    # whose tiles cover 3/4 of the SMs. H200, event times after an L2 flush, with the evict-first
+    # copies: 1x4096x4096 23.5 us against 24.8 at 768 threads x 4 rows (cuBLAS 23.6), 1x6144x2048
+    # 19.9 against 22.0 (cuBLAS 19.4): the same bytes in flight from fewer threads, and 32 k groups
+    # to add at the end instead of 96 (scripts/gemv_gap.py, docs/stages/skinny.md).
+    if c["algo"] == 1 and small == 1 and not fixed and not c["unroll"] and not c["k_chunk"]:
+        for bb in (128, 64, 32):
+            g = {"threads": GEMV_THREADS, "block_big": bb, "k_groups": GEMV_THREADS // (bb // 4), "unroll": GEMV_UNROLL}
+            if 4 * tiles_of({**c, **g}, r, batch) >= 3 * sms and held(g):
+                return g
 
     fitting = [g for g in cands if held(g)]
     if not fitting:  # nothing fits an SM (the caller's keys): the smallest block, for the error to name
