@@ -137,6 +137,9 @@ for what in "$@"; do
       for shape in "1 6144 2048" "1 8192 8192" "8 4096 4096" "4096 1 4096"; do
         python3 scripts/gemv_gap.py $shape 2>&1 | tee -a "$RES/gemv_gap.txt" | tail -8
       done ;;
+    sweep-ieee)
+      step "sweep: precision=ieee (stage=auto) over the issue-9 suite against cuBLAS FP32"
+      python3 -m gemmlab sweep --suite issue9 --out "$RES/sweep-ieee" 2>&1 | tee "$RES/sweep-ieee.txt" | tail -20 ;;
     probe)
       step "bank probe"
       python3 -m gemmlab bank-probe --out "$RES/bank-probe" 2>&1 | tee "$RES/bank-probe.txt" | tail -30 ;;
