@@ -33,52 +33,33 @@ from .s12_wgmma_tf32 import BLOCK_K, WgmmaTf32, b_n_major_ready, consumer_regs, 
 RS_EXTRA_REGS = 8 * (BLOCK_K // 8) + 24  # the RS kernel: a tile's hi and lo fragments, and addressing
 
 
-def rs_problems(cfg) -> list[str]:
-    """Why ``cfg`` cannot run the RS variant (B split in registers); [] if it can."""
-    bm, bn, st = cfg["block_m"], cfg["block_n"], cfg["stages"]
+def register_split_problems(cfg, which: str) -> list[str]:
+    """Why ``cfg`` cannot run the variant that splits operand ``which`` in registers ("b": RS,
+    "a": RA); [] if it can. The consumer warpgroups (64 each) run along that operand's dimension
+    (block_n for RS, block_m for RA) and the other one is the wgmma n; a stage holds the raw tile
+    of the split operand and the hi and lo tiles of the other."""
+    wg_key, n_key = ("block_n", "block_m") if which == "b" else ("block_m", "block_n")
+    wg, n = cfg[wg_key], cfg[n_key]
     out = []
-    if bn % 64 or not 64 <= bn <= 256:
-        out.append(f"block_n={bn} must be 64, 128, 192 or 256 (64 columns per consumer warpgroup)")
-    if bm % 32 or not 32 <= bm <= 256:
-        out.append(f"block_m={bm} must be a multiple of 32 in 32..256 (the wgmma n)")
+    if wg % 64 or not 64 <= wg <= 256:
+        out.append(f"{wg_key}={wg} must be 64, 128, 192 or 256 (64 per consumer warpgroup)")
+    if n % 32 or not 32 <= n <= 256:
+        out.append(f"{n_key}={n} must be a multiple of 32 in 32..256 (the wgmma n)")
     if not out:
         sets = 3 if cfg["split_partials"] else 2
-        regs = consumer_regs(cfg, bn // 64)
-        if sets * (bm // 2) + RS_EXTRA_REGS > regs:
-            out.append(f"{sets} accumulator sets of block_m/2 = {bm // 2} + {RS_EXTRA_REGS} exceed the {regs} registers "
-                       f"a consumer thread gets with block_n={bn}")
-        smem = rs_smem_bytes(cfg)
+        regs = consumer_regs(cfg, wg // 64)
+        if sets * (n // 2) + RS_EXTRA_REGS > regs:
+            out.append(f"{sets} accumulator sets of {n_key}/2 = {n // 2} + {RS_EXTRA_REGS} exceed the {regs} registers "
+                       f"a consumer thread gets with {wg_key}={wg}")
+        smem = register_split_smem_bytes(cfg, which)
         if smem > SMEM_LIMIT:
-            out.append(f"shared memory {smem} B (stages x (2 x block_m + block_n) x 128 B) exceeds {SMEM_LIMIT} B")
+            out.append(f"shared memory {smem} B (stages x ({wg_key} + 2 x {n_key}) x 128 B) exceeds {SMEM_LIMIT} B")
     return out
 
 
-def ra_problems(cfg) -> list[str]:
-    """Why ``cfg`` cannot run the RA variant (A split in registers); [] if it can."""
-    bm, bn = cfg["block_m"], cfg["block_n"]
-    out = []
-    if bm % 64 or not 64 <= bm <= 256:
-        out.append(f"block_m={bm} must be 64, 128, 192 or 256 (one consumer warpgroup per 64 rows)")
-    if bn % 32 or not 32 <= bn <= 256:
-        out.append(f"block_n={bn} must be a multiple of 32 in 32..256 (the wgmma n)")
-    if not out:
-        sets = 3 if cfg["split_partials"] else 2
-        regs = consumer_regs(cfg)
-        if sets * (bn // 2) + RS_EXTRA_REGS > regs:
-            out.append(f"{sets} accumulator sets of block_n/2 = {bn // 2} + {RS_EXTRA_REGS} exceed the {regs} registers "
-                       f"a consumer thread gets with block_m={bm}")
-        smem = ra_smem_bytes(cfg)
-        if smem > SMEM_LIMIT:
-            out.append(f"shared memory {smem} B (stages x (block_m + 2 x block_n) x 128 B) exceeds {SMEM_LIMIT} B")
-    return out
-
-
-def ra_smem_bytes(cfg) -> int:
-    return 1024 + cfg["stages"] * (cfg["block_m"] + 2 * cfg["block_n"]) * BLOCK_K * 4 + 2 * cfg["stages"] * 8
-
-
-def rs_smem_bytes(cfg) -> int:
-    return 1024 + cfg["stages"] * (2 * cfg["block_m"] + cfg["block_n"]) * BLOCK_K * 4 + 2 * cfg["stages"] * 8
+def register_split_smem_bytes(cfg, which: str) -> int:
+    raw, split = (cfg["block_n"], cfg["block_m"]) if which == "b" else (cfg["block_m"], cfg["block_n"])
+    return 1024 + cfg["stages"] * (raw + 2 * split) * BLOCK_K * 4 + 2 * cfg["stages"] * 8
 
 
 class Tf32x3(WgmmaTf32):
@@ -88,10 +69,10 @@ class Tf32x3(WgmmaTf32):
     map_operands = ("a", "a_lo", "b", "b_lo")  # the kernel's four tensor-map parameters, in order
 
     def rs_legal(self, cfg) -> bool:
-        return bool(cfg.get("b_regs", 0)) and not rs_problems(cfg)
+        return bool(cfg.get("b_regs", 0)) and not register_split_problems(cfg, "b")
 
     def ra_legal(self, cfg) -> bool:
-        return bool(cfg.get("a_regs", 0)) and not ra_problems(cfg)
+        return bool(cfg.get("a_regs", 0)) and not register_split_problems(cfg, "a")
 
     def variants(self, cfg):
         return [{}] + ([{"rs": 1}] if self.rs_legal(cfg) else []) + ([{"ra": 1}] if self.ra_legal(cfg) else [])
@@ -139,11 +120,11 @@ class Tf32x3(WgmmaTf32):
         if cfg.get("b_regs", 0) not in (0, 1):
             out.append(f"b_regs={cfg['b_regs']} must be 0 or 1")
         elif cfg.get("b_regs", 0) and not out:
-            out += [f"b_regs=1: {m}" for m in rs_problems(cfg)]
+            out += [f"b_regs=1: {m}" for m in register_split_problems(cfg, "b")]
         if cfg.get("a_regs", 0) not in (0, 1):
             out.append(f"a_regs={cfg['a_regs']} must be 0 or 1")
         elif cfg.get("a_regs", 0) and not out:
-            out += [f"a_regs=1: {m}" for m in ra_problems(cfg)]
+            out += [f"a_regs=1: {m}" for m in register_split_problems(cfg, "a")]
         bm, bn, pk = cfg["block_m"], cfg["block_n"], cfg["promote_k"]
         if pk % BLOCK_K or not BLOCK_K <= pk <= 4096:
             out.append(f"promote_k={pk} must be a multiple of {BLOCK_K} in {BLOCK_K}..4096")
@@ -161,9 +142,9 @@ class Tf32x3(WgmmaTf32):
 
     def smem_bytes(self, cfg, variant):
         if variant.get("rs"):
-            return rs_smem_bytes(cfg)
+            return register_split_smem_bytes(cfg, "b")
         if variant.get("ra"):
-            return ra_smem_bytes(cfg)
+            return register_split_smem_bytes(cfg, "a")
         return 1024 + cfg["stages"] * 2 * (cfg["block_m"] + cfg["block_n"]) * BLOCK_K * 4 + 2 * cfg["stages"] * 8
 
     def template(self, cfg, variant):
