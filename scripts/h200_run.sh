@@ -140,6 +140,9 @@ for what in "$@"; do
     sweep-ieee)
       step "sweep: precision=ieee (stage=auto) over the issue-9 suite against cuBLAS FP32"
       python3 -m gemmlab sweep --suite issue9 --out "$RES/sweep-ieee" 2>&1 | tee "$RES/sweep-ieee.txt" | tail -20 ;;
+    small-kernels)
+      step "small GEMMs: GPU time per launch and host time per call, by stage"
+      python3 scripts/small_kernel_times.py 2>&1 | tee "$RES/small_kernels.txt" | tail -30 ;;
     probe)
       step "bank probe"
       python3 -m gemmlab bank-probe --out "$RES/bank-probe" 2>&1 | tee "$RES/bank-probe.txt" | tail -30 ;;
