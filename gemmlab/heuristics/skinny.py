@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..problem import Problem, k_slices
-from ..stages.skinny import GEMV_THREADS, GEMV_UNROLL, MAX_SMALL, STAGE, renamed, tiles_of  # noqa: F401  (tiles_of: the kernel's tiles)
+from ..stages.skinny import MAX_SMALL, STAGE, is_gemv_geometry, renamed, tiles_of  # noqa: F401  (tiles_of: the kernel's tiles)
 
 MIN_K_SPLIT = 128  # no split-K slice shorter than this (the reduce would cost more than it hides)
 
@@ -40,8 +40,7 @@ def choose(problem: Problem, sms: int) -> tuple[dict, int]:
     # The GEMV geometry (stages/skinny.py: 256 threads x 8 rows) has the bytes in flight DRAM needs
     # at one block per SM, so its tiles need only cover the SMs (a second block per SM would only
     # buy a split-K reduce: H200 1x4096x4096 24.7 us at split 2 against 23.5 without).
-    gemv = cfg["algo"] == 1 and cfg["small"] == 1 and cfg["threads"] == GEMV_THREADS and cfg["unroll"] == GEMV_UNROLL
-    full = sms if gemv else wave(cfg, sms)
+    full = sms if is_gemv_geometry(cfg) else wave(cfg, sms)
     K = problem.K
     if tiles == 0 or K <= MIN_K_SPLIT or 4 * tiles >= 3 * full:
         return cfg, 1

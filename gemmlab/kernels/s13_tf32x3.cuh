@@ -110,21 +110,44 @@ struct S13Tf32x3 {
 };
 
 namespace tf32x3 {
-// One tile's three products with the register operand split (hi, lo: K_STEPS fragments each) and
-// the shared one's hi and lo tiles (descriptors d_hi, d_lo): lo·hi, hi·lo, then hi·hi.
-template <int N, int K_STEPS, class Sums>
-__device__ __forceinline__ void rs_products(Sums& sums, const unsigned (&hi)[K_STEPS][4],
-                                            const unsigned (&lo)[K_STEPS][4], unsigned long long d_hi,
-                                            unsigned long long d_lo, int t) {
+// The consumer's K loop of the two kernels that split an operand in registers: per tile, the
+// register operand's raw words (``load(stage, ks, words)``, K_STEPS fragments) split into hi and
+// lo, then per k8 step three RS wgmmas against the shared operand's hi and lo tiles (shared
+// addresses ``shared_hi(stage)``, ``shared_lo(stage)``), small products first: lo·hi, hi·lo,
+// hi·hi. Each tile's group is waited for before its fragments are reused (the consumer warpgroups
+// take turns on the tensor cores meanwhile), its stage released, the partial sums promoted.
+template <int N, int K_STEPS, class Pipe, class Sums, class Load, class SharedHi, class SharedLo>
+__device__ __forceinline__ void register_split_loop(const Pipe& pipe, Sums& sums, int num_tiles, Load&& load,
+                                                    SharedHi&& shared_hi, SharedLo&& shared_lo) {
+    StageRing<Pipe::STAGES> ring;
+    for (int t = 0; t < num_tiles; ++t, ring.advance()) {
+        const int s = ring.stage;
+        pipe.wait_full(ring);
+        unsigned hi[K_STEPS][4], lo[K_STEPS][4];
 #pragma unroll
-    for (int ks = 0; ks < K_STEPS; ++ks)
-        wgmma::mma_tf32_rs<N>(sums.small(), lo[ks], d_hi + ks * wgmma::DESC_K8_STEP, ks == 0 ? Sums::small_scale(t) : 1);
+        for (int ks = 0; ks < K_STEPS; ++ks) {
+            unsigned w[4];
+            load(s, ks, w);
+            split_tf32_words(w, hi[ks], lo[ks]);
+        }
+        wgmma::fence();
+        const unsigned long long d_hi = wgmma::desc_k_major_sw128(shared_hi(s));
+        const unsigned long long d_lo = wgmma::desc_k_major_sw128(shared_lo(s));
 #pragma unroll
-    for (int ks = 0; ks < K_STEPS; ++ks)
-        wgmma::mma_tf32_rs<N>(sums.small(), hi[ks], d_lo + ks * wgmma::DESC_K8_STEP, 1);
+        for (int ks = 0; ks < K_STEPS; ++ks)
+            wgmma::mma_tf32_rs<N>(sums.small(), lo[ks], d_hi + ks * wgmma::DESC_K8_STEP, ks == 0 ? Sums::small_scale(t) : 1);
 #pragma unroll
-    for (int ks = 0; ks < K_STEPS; ++ks)
-        wgmma::mma_tf32_rs<N>(sums.part, hi[ks], d_hi + ks * wgmma::DESC_K8_STEP, ks == 0 ? Sums::part_scale(t) : 1);
+        for (int ks = 0; ks < K_STEPS; ++ks)
+            wgmma::mma_tf32_rs<N>(sums.small(), hi[ks], d_lo + ks * wgmma::DESC_K8_STEP, 1);
+#pragma unroll
+        for (int ks = 0; ks < K_STEPS; ++ks)
+            wgmma::mma_tf32_rs<N>(sums.part, hi[ks], d_hi + ks * wgmma::DESC_K8_STEP, ks == 0 ? Sums::part_scale(t) : 1);
+        wgmma::commit();
+        wgmma::wait<0>();
+        sums.landed();
+        pipe.release(s);
+        sums.promote(t, t == num_tiles - 1);
+    }
 }
 }  // namespace tf32x3
 
@@ -163,7 +186,6 @@ struct S13Tf32x3Rs {
         auto b_raw = [&](int s) { return a_hi(s) + 2 * A_TILE_BYTES; };
         const Pipe pipe(base + STAGES * STAGE_BYTES, &a_map, &a_lo_map, &b_map);
         const int num_tiles = static_cast<int>((args.K + BLOCK_K - 1) / BLOCK_K);
-        StageRing<STAGES> ring;
 
         if (Pipe::is_producer_group()) {
             const int m0 = static_cast<int>(row0), n0 = static_cast<int>(col0);
@@ -183,26 +205,9 @@ struct S13Tf32x3Rs {
         const int k_lane = Frag::k_lane(threadIdx.x);
         Sums sums;
         sums.init();
-
-        for (int t = 0; t < num_tiles; ++t, ring.advance()) {
-            const int s = ring.stage;
-            pipe.wait_full(ring);
-            unsigned hi[Core::K_STEPS][4], lo[Core::K_STEPS][4];
-#pragma unroll
-            for (int ks = 0; ks < Core::K_STEPS; ++ks) {
-                unsigned w[4];
-                Frag::load(b_raw(s), ks, n_pair, k_lane, w);
-                split_tf32_words(w, hi[ks], lo[ks]);
-            }
-            wgmma::fence();
-            tf32x3::rs_products<BLOCK_M>(sums, hi, lo, wgmma::desc_k_major_sw128(a_hi(s)),
-                                         wgmma::desc_k_major_sw128(a_lo(s)), t);
-            wgmma::commit();
-            wgmma::wait<0>();
-            sums.landed();
-            pipe.release(s);
-            sums.promote(t, t == num_tiles - 1);
-        }
+        tf32x3::register_split_loop<BLOCK_M, Core::K_STEPS>(
+            pipe, sums, num_tiles,
+            [&](int st, int ks, unsigned (&w)[4]) { Frag::load(b_raw(st), ks, n_pair, k_lane, w); }, a_hi, a_lo);
         store_wgmma_tile_transposed<BLOCK_M>(args, row0, col0 + n_pair, k_lane, sums.acc);
         Pipe::consumer_exit();
     }
@@ -244,7 +249,6 @@ struct S13Tf32x3Ra {
         auto b_lo = [&](int s) { return b_hi(s) + B_TILE_BYTES; };
         const Pipe pipe(base + STAGES * STAGE_BYTES, &a_map, &b_map, &b_lo_map);
         const int num_tiles = static_cast<int>((args.K + BLOCK_K - 1) / BLOCK_K);
-        StageRing<STAGES> ring;
 
         if (Pipe::is_producer_group()) {
             const int m0 = static_cast<int>(row0), n0 = static_cast<int>(col0);
@@ -263,26 +267,9 @@ struct S13Tf32x3Ra {
         const unsigned a_rows = wg * 64 * (BLOCK_K * 4);
         Sums sums;
         sums.init();
-
-        for (int t = 0; t < num_tiles; ++t, ring.advance()) {
-            const int s = ring.stage;
-            pipe.wait_full(ring);
-            unsigned hi[Core::K_STEPS][4], lo[Core::K_STEPS][4];
-#pragma unroll
-            for (int ks = 0; ks < Core::K_STEPS; ++ks) {
-                unsigned w[4];
-                Frag::load(a_raw(s) + a_rows, ks, thread_in_wg, w);
-                split_tf32_words(w, hi[ks], lo[ks]);
-            }
-            wgmma::fence();
-            tf32x3::rs_products<BLOCK_N>(sums, hi, lo, wgmma::desc_k_major_sw128(b_hi(s)),
-                                         wgmma::desc_k_major_sw128(b_lo(s)), t);
-            wgmma::commit();
-            wgmma::wait<0>();
-            sums.landed();
-            pipe.release(s);
-            sums.promote(t, t == num_tiles - 1);
-        }
+        tf32x3::register_split_loop<BLOCK_N, Core::K_STEPS>(
+            pipe, sums, num_tiles,
+            [&](int st, int ks, unsigned (&w)[4]) { Frag::load(a_raw(st) + a_rows, ks, thread_in_wg, w); }, b_hi, b_lo);
         store_wgmma_tile<BLOCK_N>(args, row0 + 64 * wg, col0, threadIdx.x % 128, sums.acc);
         Pipe::consumer_exit();
     }

@@ -148,15 +148,9 @@ class Tf32x3(WgmmaTf32):
         return 1024 + cfg["stages"] * 2 * (cfg["block_m"] + cfg["block_n"]) * BLOCK_K * 4 + 2 * cfg["stages"] * 8
 
     def template(self, cfg, variant):
-        if variant.get("ra"):
-            return (f"gemmlab::S13Tf32x3Ra<{cfg['block_m']}, {cfg['block_n']}, {cfg['block_k']}, {cfg['stages']}, "
-                    f"{cfg['promote_k']}, {'true' if cfg['split_partials'] else 'false'}>")
-        if variant.get("rs"):
-            return (f"gemmlab::S13Tf32x3Rs<{cfg['block_m']}, {cfg['block_n']}, {cfg['block_k']}, {cfg['stages']}, "
-                    f"{cfg['promote_k']}, {'true' if cfg['split_partials'] else 'false'}>")
-        return (f"gemmlab::S13Tf32x3<{cfg['block_m']}, {cfg['block_n']}, {cfg['block_k']}, {cfg['stages']}, "
+        kernel = "S13Tf32x3Ra" if variant.get("ra") else "S13Tf32x3Rs" if variant.get("rs") else "S13Tf32x3"
+        return (f"gemmlab::{kernel}<{cfg['block_m']}, {cfg['block_n']}, {cfg['block_k']}, {cfg['stages']}, "
                 f"{cfg['promote_k']}, {'true' if cfg['split_partials'] else 'false'}>")
-
 
 
 STAGE = Tf32x3(

@@ -266,6 +266,12 @@ def complete(c: dict, k_len: int) -> dict:
 GEMV_THREADS, GEMV_UNROLL = 256, 8  # pick_geometry's GEMV geometry (small 1, algo 1)
 
 
+def is_gemv_geometry(c: dict) -> bool:
+    """Whether ``c`` is the GEMV geometry pick_geometry gives small 1, algo 1 (256 threads x 8 rows):
+    one block per SM then has the bytes in flight DRAM needs."""
+    return c["algo"] == 1 and c["small"] == 1 and c["threads"] == GEMV_THREADS and c["unroll"] == GEMV_UNROLL
+
+
 def thread_options(c: dict) -> list[int]:
     """Threads per block to try: the caller's, else 256, 512 and (algo 1) 768."""
     if c["threads"]:
