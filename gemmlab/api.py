@@ -85,8 +85,10 @@ _torch_tensor = None
 
 
 def clear_plan_cache() -> None:
+    """Drop every cached plan and the kept workspaces."""
     with _plans_lock:
         _plans.clear()
+        _workspaces.clear()
 
 
 def plan_cache_info() -> dict:
@@ -213,7 +215,7 @@ def _execute(e: _Entry, a, out, ptrs, alpha, beta, stream):
     stream_h = _stream_of(e, stream, a)
     ws = None
     if plan.ws_floats:
-        ws = _allocate(e.kind, (plan.ws_floats,), e.device, a)
+        ws = _workspace(e, plan.ws_floats, stream_h, a, stream is not None)
         ptrs["ws"] = _ptr(ws)
     if _env("GEMMLAB_PRINT_CONFIG") and _print_config():
         print(plan.summary, file=sys.stderr)
@@ -233,6 +235,39 @@ def _env(name: str) -> bool:
 
 def _print_config() -> bool:
     return bool(os.environ.get("GEMMLAB_PRINT_CONFIG"))
+
+
+# A workspace of up to WORKSPACE_KEEP_FLOATS floats (split-K partial sums, repacked operands) of
+# a call on torch's current stream is kept per (device, stream) and reused by the next call on
+# that stream (calls with stream= allocate, as before): work on one stream runs
+# in order, so a call's kernels never overlap the previous call's use of it, and the caller
+# skips an allocation (3.5 us of host time through torch on the H200's host). Not under CUDA
+# graph capture (a graph keeps the address it captured, and may be replayed on another stream
+# while eager calls use the buffer): there, and for larger workspaces, every call allocates.
+WORKSPACE_KEEP_FLOATS = 8 << 20
+_workspaces: dict = {}
+_capturing = None
+
+
+def _workspace(e: "_Entry", floats: int, stream_h: int, like, explicit_stream: bool):
+    global _capturing
+    if e.kind != "torch" or explicit_stream or floats > WORKSPACE_KEEP_FLOATS:
+        return _allocate(e.kind, (floats,), e.device, like)
+    if _capturing is None:
+        import torch
+
+        _capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None) or torch.cuda.is_current_stream_capturing
+    key = (e.device, stream_h)
+    ws = _workspaces.get(key)
+    if ws is not None and ws.numel() >= floats:
+        if not _capturing():
+            return ws
+        return _allocate(e.kind, (floats,), e.device, like)
+    ws = _allocate(e.kind, (max(floats, 1 << 16),), e.device, like)
+    if not _capturing():
+        with _plans_lock:
+            _workspaces[key] = ws
+    return ws
 
 
 def _allocate(kind, shape, dev, like):

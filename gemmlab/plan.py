@@ -9,7 +9,7 @@ The call path is one design: **dispatch -> plan cache -> launch**.
   their launch geometry and prebuilt parameter buffers whose pointer and scalar entries are
   *slots*;
 - on a hit (and after a miss) :meth:`Plan.run` fills the slots with this call's pointers, alpha
-  and beta and enqueues each step with one ctypes ``cuLaunchKernel``.
+  and beta and enqueues each step with one ``cuLaunchKernel``.
 
 A plan may hold several steps: copy ``c`` into ``out``; repack an operand into a workspace
 (an operand with no unit stride, or rows that are not 16-byte aligned, for the float4/TMA paths;

@@ -105,7 +105,10 @@ def cpu_run(monkeypatch):
                 ("torch.mm", lambda: torch.mm(a, b), None),
                 ("torch.mm(out=)", lambda: torch.mm(a, b, out=out_t), None),
                 ("torch.ops.gemmlab.mm [dispatch only]", lambda: a @ b, None),
-                ("custom_op wrapper [previous design]", lambda: a @ b, None)]
+                ("custom_op wrapper [previous design]", lambda: a @ b, None),
+                ("gemmlab.matmul [operands move]", lambda: a @ b, None),
+                ("torch.ops.gemmlab.mm [operands move]", lambda: a @ b, None),
+                ("torch.mm [operands move]", lambda: torch.mm(a, b), None)]
 
     times = {"n": 0}
 

@@ -315,6 +315,49 @@ def test_gpu_graph_capture():
             gemmlab.matmul(a[:100, :100], b[:100, :100], stage="s10", config=cfg)
 
 
+@pytest.mark.gpu
+def test_gpu_workspace_kept_per_stream_and_not_under_capture(monkeypatch):
+    import torch
+
+    import gemmlab
+    from gemmlab import api, check
+
+    api.clear_plan_cache()
+    allocated = []
+    real = api._allocate
+    monkeypatch.setattr(api, "_allocate", lambda *a: allocated.append(a[1]) or real(*a))
+
+    def call(seed, stream_key):
+        a, b, _ = check.random_operands(200, 136, 3000, "nn", seed=seed)
+        out = gemmlab.matmul(a, b, config={"split_k": 4})
+        torch.cuda.synchronize()
+        assert check.compare(out, check.reference(a, b, None, 1.0, 0.0), 3000).correct
+        return api._workspaces[(0, stream_key)]
+
+    here = torch.cuda.current_stream().cuda_stream
+    kept = {call(i, here).data_ptr() for i in range(3)}          # fresh operands, one kept workspace
+    assert len(kept) == 1 and len(api._workspaces) == 1
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        other = call(7, side.cuda_stream)                         # another stream: its own
+    assert other.data_ptr() not in kept and len(api._workspaces) == 2
+    a, b, _ = check.random_operands(200, 136, 3000, "nn", seed=9)
+    with torch.cuda.stream(side):
+        gemmlab.matmul(a, b, config={"split_k": 4})               # warm-up on the capture stream
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    n = len(allocated)
+    with torch.cuda.graph(g, stream=side):
+        fresh = gemmlab.matmul(a, b, config={"split_k": 4})
+    assert len(allocated) == n + 2                                # out and a workspace of the graph's own
+    call(11, here)                                                # eager calls between replays
+    g.replay()
+    torch.cuda.synchronize()
+    assert check.compare(fresh, check.reference(a, b, None, 1.0, 0.0), 3000).correct
+    api.clear_plan_cache()
+    assert not api._workspaces
+
+
 def test_transpose_kernel_compiles():
     from gemmlab.analysis import sass
     from gemmlab.jit import compile_cubin

@@ -156,6 +156,72 @@ def test_tensor_map_rules():
         tensor_map.encode(ALIGNED + 8, (64, 64), (64, 1), (8, 8))
 
 
+# ---- pointing a tensor map at a new address: the driver, then the address word ----------------
+class _FakeDriverMap(tensor_map.TensorMapDescriptor):
+    """A descriptor whose 'driver' writes 128 bytes of its own: ``layout`` says how the address
+    goes in (raw at byte 16, shifted right by 4, or raw plus a byte that depends on address bit 12)."""
+
+    def __init__(self, layout):
+        super().__init__((64, 64), (64, 1), (16, 32))
+        self.layout = layout
+        self.calls = []
+
+    def expected(self, ptr):
+        blob = bytearray(range(128))
+        word = ptr >> 4 if self.layout == "shifted" else ptr
+        blob[16:24] = word.to_bytes(8, "little")
+        if self.layout == "raw+bit12":
+            blob[40] = (ptr >> 12) & 1
+        return bytes(blob)
+
+    def _driver_encode(self, ptr):
+        self.calls.append(ptr)
+        self.driver_encodes += 1
+        import ctypes
+        ctypes.memmove(self.addr, self.expected(ptr), 128)
+
+
+def _bytes(desc):
+    import ctypes
+    return ctypes.string_at(desc.addr, 128)
+
+
+ADDRS = [ALIGNED + 4096 * i for i in range(1, 9)]
+
+
+def test_tensor_map_patches_the_address_word_once_checked():
+    d = _FakeDriverMap("raw")
+    for p in ADDRS[:3]:
+        d.encode(p)
+        assert _bytes(d) == d.expected(p)
+    assert d.calls == ADDRS[:3] and d.address_word == 16 and d.verified  # two to find it, a third to check it
+    for p in ADDRS[3:] + [ADDRS[0]]:
+        d.encode(p)
+        assert _bytes(d) == d.expected(p)          # exactly the driver's bytes
+    assert d.calls == ADDRS[:3] and d.ptr == ADDRS[0]
+    d.encode(ADDRS[0])                             # the same address: nothing to do
+    assert d.calls == ADDRS[:3]
+
+
+@pytest.mark.parametrize("layout", ["shifted", "raw+bit12"])
+def test_tensor_map_keeps_asking_the_driver_when_the_word_does_not_check_out(layout):
+    d = _FakeDriverMap(layout)
+    addrs = [ALIGNED, ALIGNED + 16, ALIGNED + 4096] + ADDRS[3:6]  # the third moves address bit 12
+    for p in addrs:
+        d.encode(p)
+        assert _bytes(d) == d.expected(p)
+    assert d.calls == addrs and d.address_word == tensor_map.NO_ADDRESS_WORD and not d.verified
+
+
+def test_address_word_search():
+    a, b = ALIGNED, ALIGNED + 256
+    blob = lambda p, extra=0: bytes(8) + p.to_bytes(8, "little") + bytes([extra]) * 112  # noqa: E731
+    assert tensor_map.address_word(a, blob(a), b, blob(b)) == 8
+    assert tensor_map.address_word(a, blob(a), a, blob(a)) == tensor_map.NO_ADDRESS_WORD      # one address
+    assert tensor_map.address_word(a, blob(a), b, blob(b, 1)) == tensor_map.NO_ADDRESS_WORD   # other bytes moved
+    assert tensor_map.patched(blob(a), 8, b) == blob(b)
+
+
 @pytest.mark.parametrize("layout", ["nn", "nt", "tn", "tt"])
 def test_operand_maps(layout):
     cfg = S11.config(WARPGROUP)  # a_swizzle=1: the 128-byte swizzled A box

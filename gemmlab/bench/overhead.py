@@ -5,8 +5,10 @@ For each size N (default 64, 256, 1024; N x N x N, row-major float32) and each w
 b)``, ``torch.mm(a, b)`` while ``gemmlab.torch.enable()`` is on, ``torch.mm(a, b)``,
 ``torch.mm(a, b, out=out)``, and two rows that take the op path apart: ``torch.ops.gemmlab.mm``
 with gemmlab's call replaced by returning a precomputed result (the operator's dispatch alone),
-and a ``torch.library.custom_op`` wrapper around ``gemmlab.matmul`` (the design the operators had
-before, for comparison in the same run)):
+a ``torch.library.custom_op`` wrapper around ``gemmlab.matmul`` (the design the operators had
+before, for comparison in the same run), and three rows whose operands move: each call takes the
+next of ``POOL`` copies of a and b, so every call sees new addresses, as calls on fresh
+activations do (for gemmlab: the TMA descriptors point at new addresses every call)):
 
 1. one call is checked against the float64 product (a call that fails is not timed);
 2. warm-up calls, then a synchronize;
@@ -33,6 +35,7 @@ torch is imported inside the functions: this module imports on machines without 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 import sys
 import time
@@ -54,8 +57,10 @@ OP_CALL = "torch.ops.gemmlab.mm"
 ENABLED_CALL = "torch.mm [gemmlab.torch.enable()]"
 DISPATCH_CALL = "torch.ops.gemmlab.mm [dispatch only]"
 CUSTOM_OP_CALL = "custom_op wrapper [previous design]"
+MOVING = " [operands move]"  # the call cycles through POOL copies of a and b: new addresses every call
+POOL = 8
 CALLS = ("gemmlab.matmul", "gemmlab.matmul(out=)", OP_CALL, ENABLED_CALL, "torch.mm", "torch.mm(out=)",
-         DISPATCH_CALL, CUSTOM_OP_CALL)
+         DISPATCH_CALL, CUSTOM_OP_CALL, "gemmlab.matmul" + MOVING, OP_CALL + MOVING, "torch.mm" + MOVING)
 TARGETS = ((OP_CALL, 64, 1.3),)   # (call, size, host time / torch.mm's at most)
 
 
@@ -139,6 +144,12 @@ def _candidates(a, b, out_g, out_t):
 
     mm_op = torch.ops.gemmlab.mm
     custom = _custom_op_mm()
+    pool = [(a.clone(), b.clone()) for _ in range(POOL)]
+
+    def moving(f):
+        turn = itertools.cycle(pool)
+        return lambda: f(*next(turn))
+
     return [
         ("gemmlab.matmul", lambda: gemmlab.matmul(a, b), None),
         ("gemmlab.matmul(out=)", lambda: gemmlab.matmul(a, b, out=out_g), None),
@@ -148,6 +159,9 @@ def _candidates(a, b, out_g, out_t):
         ("torch.mm(out=)", lambda: torch.mm(a, b, out=out_t), None),
         (DISPATCH_CALL, lambda: mm_op(a, b), lambda: _stubbed_run(gemmlab.matmul(a, b))),
         (CUSTOM_OP_CALL, lambda: custom(a, b), None),
+        ("gemmlab.matmul" + MOVING, moving(gemmlab.matmul), None),
+        (OP_CALL + MOVING, moving(mm_op), None),
+        ("torch.mm" + MOVING, moving(torch.mm), None),
     ]
 
 

@@ -5,7 +5,8 @@ so a stage can decide without a GPU whether a problem can use TMA (and hand it t
 A stage describes its maps as :class:`TensorMapArg` kernel arguments (which operand, shape,
 strides, box, swizzle); the plan holds one :class:`TensorMapDescriptor` per argument: the 128-byte
 ``__grid_constant__`` parameter itself, encoded by the driver straight into the launch's
-parameter buffer, and re-encoded only when the operand's address changes.
+parameter buffer, and pointed at a new address only when the operand's address changes (after a
+few driver encodings, by patching the address word: :class:`TensorMapDescriptor`).
 
 Shapes and strides here are outermost first (row-major order, like the arrays): a 3-D map is
 ``(batch, outer, inner)`` with the inner dimension contiguous; the driver's order is reversed.
@@ -83,10 +84,23 @@ def available() -> bool:
         return False
 
 
+ADDRESS_WORD_UNKNOWN, NO_ADDRESS_WORD = None, -1
+
+
 class TensorMapDescriptor:
     """A CUtensorMap (128 bytes, 64-byte aligned host storage) for a float32 tensor whose shape,
-    strides, box and swizzle are fixed; :meth:`encode` points it at a base address (the driver is
-    called only when the address changes). ``addr`` is what a kernel parameter buffer points at."""
+    strides, box and swizzle are fixed; :meth:`encode` points it at a base address. ``addr`` is
+    what a kernel parameter buffer points at.
+
+    Pointing a map at a new address is the common case (every call on fresh tensors), and the
+    driver's cuTensorMapEncodeTiled costs ~10 us of host time per map on the H200's host
+    (scripts/training_hostprof.py). Only the global-address field depends on the address (PTX's
+    ``tensormap.replace.tile.global_address`` replaces that field alone), so once a map has been
+    encoded by the driver at two addresses, the 8-byte word that holds the raw address is found
+    by comparing the two encodings (``address_word``), a third driver encoding is checked
+    byte for byte against the patched bytes, and from then on a new address is one 8-byte store.
+    Where the encodings do not show a raw address word, or the check fails, the map keeps asking
+    the driver (``address_word`` = NO_ADDRESS_WORD)."""
 
     def __init__(self, shape, strides, box, swizzle_bytes: int = 0, data_type: int = FLOAT32):
         shape, strides, box = tuple(map(int, shape)), tuple(map(int, strides)), tuple(map(int, box))
@@ -101,17 +115,67 @@ class TensorMapDescriptor:
         self.swizzle = {0: 0, 32: 1, 64: 2, 128: 3}[swizzle_bytes]
         self.data_type = int(data_type)
         self.ptr = None
+        self.address_word = ADDRESS_WORD_UNKNOWN  # byte offset of the raw-address word, once known
+        self.verified = False                     # a driver encoding matched the patched bytes
+        self.driver_encodes = 0
+        self._seen = None                         # (address, bytes) of the last driver encoding
+        self._word = None                         # the ctypes u64 over the address word (patching)
 
     def encode(self, ptr: int) -> None:
         if ptr == self.ptr:
             return
+        if self._word is not None:
+            self._word.value = ptr
+            self.ptr = ptr
+            return
+        self._driver_encode(ptr)
+        self.ptr = ptr
+        self._learn(ptr, ctypes.string_at(self.addr, 128))
+
+    def _driver_encode(self, ptr: int) -> None:
         from ..jit.launch import check_result, libcuda
 
         err = libcuda().cuTensorMapEncodeTiled(
             ctypes.c_void_p(self.addr), self.data_type, self.rank, ctypes.c_void_p(ptr), self.dims, self.strides, self.box,
             self.elem, 0, self.swizzle, 3, 0)  # no interleave, swizzle, L2 256B promotion, zero fill
         check_result(err, "cuTensorMapEncodeTiled")
-        self.ptr = ptr
+        self.driver_encodes += 1
+
+    def _learn(self, ptr: int, now: bytes) -> None:
+        """After a driver encoding at ``ptr``: find, then check, the raw-address word."""
+        seen, self._seen = self._seen, (ptr, now)
+        if seen is None or self.address_word == NO_ADDRESS_WORD:
+            return
+        if self.address_word is ADDRESS_WORD_UNKNOWN:
+            self.address_word = address_word(seen[0], seen[1], ptr, now)
+            return
+        if patched(seen[1], self.address_word, ptr) == now:
+            self.verified = True
+            self._word = ctypes.c_uint64.from_address(self.addr + self.address_word)
+        else:
+            self.address_word = NO_ADDRESS_WORD
+
+
+def _u64(blob: bytes, offset: int) -> int:
+    return int.from_bytes(blob[offset:offset + 8], "little")
+
+
+def patched(blob: bytes, offset: int, ptr: int) -> bytes:
+    """``blob`` with the 8-byte little-endian word at ``offset`` replaced by ``ptr``."""
+    return blob[:offset] + ptr.to_bytes(8, "little") + blob[offset + 8:]
+
+
+def address_word(ptr1: int, blob1: bytes, ptr2: int, blob2: bytes) -> int:
+    """The byte offset of the 8-byte word that holds the raw address in two encodings of one map
+    at two different addresses (every differing byte inside it, equal elsewhere), else
+    NO_ADDRESS_WORD."""
+    if ptr1 == ptr2 or len(blob1) != len(blob2):
+        return NO_ADDRESS_WORD
+    diff = [i for i in range(len(blob1)) if blob1[i] != blob2[i]]
+    for off in range(0, len(blob1) - 7, 8):
+        if (_u64(blob1, off) == ptr1 and _u64(blob2, off) == ptr2 and all(off <= i < off + 8 for i in diff)):
+            return off
+    return NO_ADDRESS_WORD
 
 
 def encode(ptr: int, shape, strides, box, swizzle_bytes: int = 0) -> TensorMapDescriptor:
