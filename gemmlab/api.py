@@ -30,7 +30,7 @@ from .stages import get as _get_stage
 
 INT32_MAX = 2**31 - 1
 PLAN_CACHE_SIZE = 4096
-PLAN_KEYS = ("split_k", "repack")  # config keys the plan layer takes (not the stage's)
+PLAN_KEYS = ("split_k", "repack", "a_transpose")  # config keys the plan layer takes (not the stage's)
 
 
 def matmul(a, b, out=None, *, stage="auto", config=None, stream=None, precision=None):
@@ -49,8 +49,9 @@ def gemm(a, b, c=None, alpha=1.0, beta=0.0, out=None, *, stage="auto", config=No
          precision=None):
     """``out = alpha * a @ b + beta * c`` for 2-D float32 GPU arrays; returns ``out``.
 
-    ``config`` may also hold ``split_k`` (slices of K, reduced by a second kernel) and ``repack``
-    (1: copy operands whose rows are not 16-byte aligned into aligned workspace first).
+    ``config`` may also hold ``split_k`` (slices of K, reduced by a second kernel), ``repack``
+    (1: copy operands whose rows are not 16-byte aligned into aligned workspace first, and a
+    K-major B into row-major) and ``a_transpose`` (1: a row-major A into a column-major copy).
     ``precision``: "ieee" (FP32 FFMA), "tf32" (tensor cores, 10-bit inputs) or "tf32x3"
     (FP32-accurate tensor cores); None: the process default (gemmlab.set_precision)."""
     return _gemm(a, b, c, alpha, beta, out, stage, config, stream, False, precision)
@@ -327,8 +328,8 @@ def _split_config(config):
                 raise ConfigError(f"config {k}={config[k]!r} is not an integer") from None
             if k == "split_k" and not 1 <= v <= 65535:
                 raise ConfigError(f"config split_k={v}: slices of K, 1..65535")
-            if k == "repack" and v not in (0, 1):
-                raise ConfigError(f"config repack={v} must be 0 or 1")
+            if k in ("repack", "a_transpose") and v not in (0, 1):
+                raise ConfigError(f"config {k}={v} must be 0 or 1")
             plan_cfg[k] = v
     return stage_cfg, plan_cfg
 
@@ -468,10 +469,11 @@ def _build_entry(a, b, c, alpha, beta, out, stage, config, stream, batched, prec
         choice = Choice(spec, cfg, source="explicit")
     if plan_cfg:
         choice = replace(choice, split_k=plan_cfg.get("split_k", choice.split_k),
-                         repack=bool(plan_cfg.get("repack", choice.repack)))
-        if not allow_ws and (choice.split_k > 1 or choice.repack):
-            raise ConfigError("split_k and repack need a workspace, which gemmlab allocates with torch or CuPy; "
-                              "these arrays are neither")
+                         repack=bool(plan_cfg.get("repack", choice.repack)),
+                         a_transpose=bool(plan_cfg.get("a_transpose", choice.a_transpose)))
+        if not allow_ws and (choice.split_k > 1 or choice.repack or choice.a_transpose):
+            raise ConfigError("split_k, repack and a_transpose need a workspace, which gemmlab allocates with "
+                              "torch or CuPy; these arrays are neither")
     entry.plan = _build_plan(choice, prob, refs, dev, capturing=capturing, c_copy=c_copy)
     return entry
 

@@ -53,10 +53,11 @@ class Choice:
     split_k: int = 1
     repack: bool = False
     source: str = "explicit"  # "explicit", "tuned", "heuristic", "skinny"
+    a_transpose: bool = False  # a row-major A is first transposed into a column-major copy
 
     def describe(self) -> dict:
         return {"stage": self.spec.id, "config": dict(self.config), "split_k": self.split_k,
-                "repack": self.repack, "source": self.source}
+                "repack": self.repack, "a_transpose": self.a_transpose, "source": self.source}
 
 
 class Step:
@@ -276,6 +277,8 @@ def _copy_operand(b: _Builder, label: str, prob: Problem, c: Copy, refs: dict, x
         rows, cols, s_rs, s_cs, d_rs, d_cs = op.x, op.k, op.x_stride, op.k_stride, c.ld, 1
     else:
         rows, cols, s_rs, s_cs, d_rs, d_cs = op.rows, op.cols, op.rs, op.cs, c.rs, c.cs
+    if c.kind == "transpose" and s_cs == 1 and d_rs == 1:  # row-major into column-major: the
+        rows, cols, s_rs, s_cs, d_rs, d_cs = cols, rows, s_cs, s_rs, d_cs, d_rs  # same copy, transposed frame
     if c.kind == "transpose":  # a source with unit row stride into a row-major destination
         assert s_rs == 1 and d_cs == 1, (c, op)
         b.transpose(label, refs[c.which], ("ws", off), rows, cols, c.batches, op.bs, s_cs, c.per, d_rs)
@@ -339,9 +342,10 @@ def build(choice: Choice, prob: Problem, refs: dict, dev: int, *, capturing: boo
 
     # Repack operands the stage's fast paths cannot read as they are (the copies and their layout
     # are gemmlab/problem.py's: Problem.repacks). With ``repack`` a K-major B becomes a row-major
-    # (N-major) copy first, the layout the kernels read fastest.
+    # (N-major) copy first, with ``a_transpose`` a row-major A a column-major (M-major) one: the
+    # layouts the kernels read fastest.
     if spec.aligned_path:
-        copies, _ = prob.repacks(choice.repack)
+        copies, _ = prob.repacks(choice.repack, choice.a_transpose)
         for c in copies:
             label = f"transpose {c.which}" if c.kind == "transpose" else f"repack {c.which}"
             prob = _copy_operand(b, label, prob, c, refs)
@@ -359,7 +363,7 @@ def build(choice: Choice, prob: Problem, refs: dict, dev: int, *, capturing: boo
                  prob.d_bs, prob.batch)
     else:
         main, spec_run, cfg_run, variant = b.gemm(spec, cfg, prob, refs, scalars=True)
-    ran = Choice(spec_run, cfg_run, splits, choice.repack, choice.source)
+    ran = Choice(spec_run, cfg_run, splits, choice.repack, choice.source, choice.a_transpose)
     summary = (f"gemmlab: {prob.M}x{prob.N}x{prob.K} batch {prob.batch} -> {spec_run.id} {cfg_run} {variant} "
                f"split_k {splits} ({choice.source}); " + ", ".join(f"kernel {s.ck.name}" for s in b.steps) +
                f"; grid {main.grid}")

@@ -236,6 +236,11 @@ class Operand:
         """A K-major B transposed into row-major (the [k][n] layout the SIMT kernels read fastest)."""
         return self.copied("row", "transpose")
 
+    def m_major_copy(self) -> Copy:
+        """A row-major (K-contiguous) A transposed into a column-major copy (M contiguous: the
+        As[k][m] layout the SIMT stages read fastest, as for a transposed A)."""
+        return self.copied("col", "transpose")
+
     def k_major_copy(self) -> Copy:
         """The K-major copy the tensor-core stages read (A as [m][k], B as [n][k], rows padded to
         16 bytes): a transposing copy where the unit stride is along m or n, else a strided one."""
@@ -358,15 +363,20 @@ class Problem:
         return replace(self, **{f"{w}_rs": copy.rs, f"{w}_cs": copy.cs, f"{w}_bs": copy.per if copy.batched else 0,
                                 f"{w}_ptr": 0})
 
-    def repacks(self, for_alignment: bool) -> tuple[list[Copy], "Problem"]:
+    def repacks(self, for_alignment: bool, a_transpose: bool = False) -> tuple[list[Copy], "Problem"]:
         """The copies the plan makes before a float4/TMA (``aligned_path``) stage, in order, and
-        the problem the kernel then sees. With ``for_alignment`` (the dispatcher's or the
-        caller's ``repack``) a strictly K-major B is first transposed into row-major; then every
-        operand that :meth:`Operand.needs_repack` gets a padded copy."""
+        the problem the kernel then sees. With ``a_transpose`` (the dispatcher's or the caller's)
+        a strictly K-major (row-major) A is first transposed into a column-major copy; with
+        ``for_alignment`` (``repack``) a strictly K-major B is transposed into row-major; then
+        every operand that :meth:`Operand.needs_repack` gets a padded copy."""
         copies: list[Copy] = []
         p = self
         if self.K <= 0:
             return copies, p
+        if a_transpose and p.operand("a").strictly_k_major:
+            c = p.operand("a").m_major_copy()
+            copies.append(c)
+            p = p.with_copy(c)
         if for_alignment and p.operand("b").strictly_k_major:
             c = p.operand("b").row_major_copy()
             copies.append(c)

@@ -378,6 +378,48 @@ def test_dispatch_transposes_large_k_major_b(monkeypatch):
     assert not should_repack(big_tn)  # B already N-major
 
 
+def test_a_transpose_copy_and_the_rule():
+    from gemmlab.heuristics import should_transpose_a
+
+    p = Problem.dense(4095, 2048, 1023, "nt", a_ptr=1 << 20, b_ptr=2 << 20, d_ptr=3 << 20)
+    copies, seen = p.repacks(True, a_transpose=True)
+    assert [(c.which, c.kind, c.rs, c.cs, c.ld) for c in copies][:2] == [("a", "transpose", 1, 4096, 4096),
+                                                                           ("b", "transpose", 2048, 1, 2048)]
+    assert seen.layout == "tn" and (seen.a_rs, seen.a_cs) == (1, 4096)
+    assert p.repacks(False, a_transpose=False)[1].layout == "nt"
+    tn = Problem.dense(4096, 4096, 4096, "tn", a_ptr=1 << 20, b_ptr=2 << 20, d_ptr=3 << 20)
+    assert tn.repacks(False, a_transpose=True)[0] == []          # A is column-major already
+    assert should_transpose_a(Problem.dense(4096, 2048, 512, "nn"))
+    assert not should_transpose_a(Problem.dense(4096, 1536, 512, "nn"))   # N too small to pay
+    assert not should_transpose_a(Problem.dense(64, 4096, 4096, "nn"))    # M too small
+    assert not should_transpose_a(tn)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", ["nn", "nt", "tn"])
+@pytest.mark.parametrize("M,N,K,batch,bcast,stage", [
+    (1100, 300, 257, None, False, "s11"), (130, 129, 95, 3, False, "s11"), (200, 64, 70, 4, True, "s10"),
+    (1023, 2049, 33, None, False, "auto"), (257, 2048, 1000, 2, False, "auto")])
+def test_gpu_a_transpose(layout, M, N, K, batch, bcast, stage):
+    """a_transpose=1 copies a row-major A into a column-major workspace copy (gemmlab_transpose) first."""
+    import torch
+
+    import gemmlab
+    from gemmlab import api, check
+
+    a, b, c = check.random_operands(M, N, K, layout, batch)
+    if bcast:
+        a = a[:1]
+    out = check.poisoned_like(c)
+    fn = gemmlab.gemm_batched if batch else gemmlab.gemm
+    cfg = {"a_transpose": 1, "split_k": 2}
+    fn(a, b, c, alpha=0.5, beta=3.0, out=out, stage=stage, config=cfg)
+    torch.cuda.synchronize()
+    assert check.compare(out, check.reference(a, b, c, 0.5, 3.0), K).correct
+    plan, _ = api.prepare(a, b, c, 0.5, 3.0, out=out, stage=stage, config=cfg, batched=bool(batch))
+    assert any(s.label == "transpose a" for s in plan.steps) == (layout[0] == "n" and M > 1), plan.summary
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("layout", ["nt", "tt"])
 @pytest.mark.parametrize("M,N,K,batch,bcast", [(1100, 300, 257, None, False), (130, 129, 95, 3, False),

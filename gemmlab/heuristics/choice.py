@@ -23,7 +23,10 @@ compute capability before they are used: a stale or foreign entry is skipped wit
 The choice says ``repack`` when an operand's rows are not 16-byte aligned and the problem is
 large enough that copying it into an aligned workspace (so TMA and float4 apply) costs less than
 the scalar path it avoids (000 §12: alignment pitfalls), and for a K-major B when M is large
-(``should_repack``); the copies themselves are gemmlab/problem.py's (``Problem.repacks``).
+(``should_repack``), and ``a_transpose`` for a row-major A when N is wide (``should_transpose_a``:
+the SIMT stages read a column-major A faster; the tables are then read for the layout the kernel
+sees, e.g. "tn" for an "nn" call, and where both layouts have a tuned entry their measured times
+and the copy's decide); the copies themselves are gemmlab/problem.py's (``Problem.repacks``).
 """
 from __future__ import annotations
 
@@ -37,6 +40,14 @@ from .tensor_core import tensor_core_choice
 
 REPACK_MIN_FLOP_PER_BYTE = 64  # 2MNK over the bytes a repack copies (read + write)
 TRANSPOSE_B_MIN_M = 1024       # K-major B is transposed when M >= this: 2MNK / 8KN = M/4 FLOP per byte
+# A row-major A is transposed when N >= this. On the H200 s11 reads a column-major A (As[k][m])
+# 4-10% faster than a row-major one (scripts/tn_probe.py, results/h200/logs/tn-probe.txt: 4096^3
+# 2.62 against 2.77 ms); the copy moves 8MK bytes: at ~2.5 TB/s and ~5% of 2MNK at 50 TFLOPS the
+# two meet at N ~ 1600 (the probe: +13 us at 4096x2048x512, +4 at N = 1536, -14 at N = 512).
+TRANSPOSE_A_MIN_N = 2048
+TRANSPOSE_A_MIN_M = 128
+TRANSPOSE_BYTES_PER_S = 2.5e12  # the transposing copy's rate (read + write), for comparing tuned entries
+TRANSPOSE_LAUNCH_S = 3e-6
 NEAREST_EPS = 0.25             # octaves added to a neighbour's distance before its vote is weighed
 
 
@@ -53,6 +64,33 @@ def should_repack(p: Problem) -> bool:
     flops = 2.0 * p.M * p.N * p.K * p.batch
     moved = 8.0 * (p.M * p.K + p.K * p.N) * p.batch
     return flops / moved >= REPACK_MIN_FLOP_PER_BYTE
+
+
+def should_transpose_a(p: Problem) -> bool:
+    """Transpose a row-major (strictly K-major) A into a column-major copy before a SIMT stage:
+    when N is wide enough that the faster kernel pays for the copy (TRANSPOSE_A_MIN_N)."""
+    return (p.K > 0 and p.N >= TRANSPOSE_A_MIN_N and p.M >= TRANSPOSE_A_MIN_M
+            and p.operand("a").strictly_k_major)
+
+
+def transpose_a_seconds(p: Problem) -> float:
+    """What the A transpose costs (the model above): 8MK bytes per batch, plus a launch."""
+    return 8.0 * p.M * p.K * p.batch / TRANSPOSE_BYTES_PER_S + TRANSPOSE_LAUNCH_S
+
+
+def _tuned_with_transpose(p: Problem, ident: dict, aligned: bool, layout: str, aligned_seen: bool):
+    """Step 2 where A would be transposed: (entry, a_transpose). Both tables are read, the call's
+    layout and the layout the kernel sees after the transpose; with an entry for each, the
+    transpose is kept when the second's measured time plus the copy's beats the first's; with
+    one, that one decides (a measurement beats the rule); with none, (None, True)."""
+    own = table.lookup(ident, p.M, p.N, p.K, p.batch, p.layout, aligned)
+    seen = table.lookup(ident, p.M, p.N, p.K, p.batch, layout, aligned_seen)
+    if seen is None:
+        return own, own is None
+    if own is None:
+        return seen, True
+    faster = 1e-3 * float(seen.get("time_ms", 0)) + transpose_a_seconds(p) < 1e-3 * float(own.get("time_ms", 0))
+    return (seen, True) if faster else (own, False)
 
 
 def with_config(spec, cfg, overrides):
@@ -79,11 +117,13 @@ def _stale(entry: dict, e: Exception) -> None:
 
 
 def nearest_choice(p: Problem, gpu: model.Gpu, ident: dict, aligned: bool, *, allow_workspace: bool = True,
-                   repack: bool = False, config=None) -> Choice | None:
+                   repack: bool = False, config=None, layout: str | None = None,
+                   a_transpose: bool = False) -> Choice | None:
     """Step 3: the tile the nearest tuned neighbours vote for, with the waves model's split-K for
-    it at this shape; None without a usable neighbour."""
+    it at this shape; None without a usable neighbour. ``layout``: the neighbours' (default the
+    problem's)."""
     votes: dict = {}
-    for i, (d, e) in enumerate(table.nearest(ident, p.M, p.N, p.K, p.batch, p.layout, aligned)):
+    for i, (d, e) in enumerate(table.nearest(ident, p.M, p.N, p.K, p.batch, layout or p.layout, aligned)):
         try:
             spec, cfg = entry_config(e, gpu)
         except Exception as err:  # a stale entry: say so once, ask the next neighbour
@@ -101,7 +141,7 @@ def nearest_choice(p: Problem, gpu: model.Gpu, ident: dict, aligned: bool, *, al
         return None
     cand = space.candidate_for(spec.id, cfg, gpu.cc)
     split = model.rank(p.M, p.N, p.K, p.batch, gpu, allow_split=allow_workspace, candidates=[cand])[0].split_k
-    return Choice(spec, cfg_run, split, repack, "nearest")
+    return Choice(spec, cfg_run, split, repack, "nearest", a_transpose)
 
 
 def choose(p: Problem, gpu: model.Gpu, ident: dict, *, allow_workspace: bool = True, config=None,
@@ -127,20 +167,31 @@ def choose(p: Problem, gpu: model.Gpu, ident: dict, *, allow_workspace: bool = T
 
     repack = allow_workspace and should_repack(p)
     aligned = p.operands_aligned() or repack
+    # A row-major A to be transposed: the tables are read for the layout the kernel then sees.
+    a_t = allow_workspace and should_transpose_a(p)
+    layout = p.layout
 
     # 2. Tuned: this shape's bucket.
-    entry = table.lookup(ident, M, N, K, batch, p.layout, aligned)
+    if a_t:
+        seen = p.repacks(repack, True)[1]
+        aligned_seen = aligned or seen.operands_aligned()
+        entry, a_t = _tuned_with_transpose(p, ident, aligned, seen.layout, aligned_seen)
+        if a_t:
+            layout, aligned = seen.layout, aligned_seen
+    else:
+        entry = table.lookup(ident, M, N, K, batch, layout, aligned)
     if entry is not None:
         try:
             spec, cfg = entry_config(entry, gpu)
             cfg = with_config(spec, cfg, config)
             split = int(entry.get("split_k", 1)) if allow_workspace else 1
-            return Choice(spec, cfg, split, repack, "tuned")
+            return Choice(spec, cfg, split, repack, "tuned", a_t)
         except Exception as e:  # a stale entry: say so once, go on
             _stale(entry, e)
 
     # 3. Nearest: the tuned neighbours' tile.
-    near = nearest_choice(p, gpu, ident, aligned, allow_workspace=allow_workspace, repack=repack, config=config)
+    near = nearest_choice(p, gpu, ident, aligned, allow_workspace=allow_workspace, repack=repack, config=config,
+                          layout=layout, a_transpose=a_t)
     if near is not None:
         return near
 
@@ -148,4 +199,4 @@ def choose(p: Problem, gpu: model.Gpu, ident: dict, *, allow_workspace: bool = T
     best = model.best(M, N, K, batch, gpu, allow_split=allow_workspace)
     spec = best.candidate.spec()
     cfg = with_config(spec, best.candidate.config(), config)
-    return Choice(spec, cfg, best.split_k, repack, "heuristic")
+    return Choice(spec, cfg, best.split_k, repack, "heuristic", a_t)
