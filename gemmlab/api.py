@@ -63,6 +63,41 @@ def gemm_batched(a, b, c=None, alpha=1.0, beta=0.0, out=None, *, stage="auto", c
     return _gemm(a, b, c, alpha, beta, out, stage, config, stream, True, precision)
 
 
+def product(a, b, precision=None, batched: bool = False):
+    """``a @ b`` of torch tensors into a new tensor, on torch's current stream: what
+    ``gemm(a, b)`` / ``gemm_batched(a, b)`` do at stage="auto", reached with a cheaper key (the
+    torch operators and ``gemmlab.torch.enable()`` call this for every product without c or
+    out). The first call of a signature goes through ``gemm``'s full path and remembers its
+    plan-cache entry under this key; later calls read shapes, strides, dtypes, devices and the
+    pointers' alignment, allocate the result and launch."""
+    if precision is None:
+        precision = _precision.get_precision()
+    pa, pb = a.data_ptr(), b.data_ptr()
+    key = (batched, a.shape, a.stride(), b.shape, b.stride(), a.dtype, b.dtype, a.get_device(), b.get_device(),
+           pa & 15, pb & 15, precision)
+    e = _products.get(key)
+    if e is None or _stamp is not None or _env("GEMMLAB_PRINT_CONFIG"):
+        out = _gemm(a, b, None, 1.0, 0.0, None, "auto", None, None, batched, precision)
+        full, _ = _signature(a, b, None, None, 1.0, 0.0, "auto", None, batched, precision)
+        entry = _plans.get(full) if full is not None else None
+        if entry is not None and entry.kind == "torch" and _stamp is None:
+            with _plans_lock:
+                if len(_products) >= PLAN_CACHE_SIZE:
+                    _products.clear()
+                _products[key] = entry
+        return out
+    out = a.new_empty(e.out_shape)
+    plan = e.plan
+    if plan is None:
+        return out
+    ptrs = {"a": pa, "b": pb, "c": None, "out": out.data_ptr()}
+    stream_h = _current_stream("torch", e.device, a)
+    if plan.ws_floats:
+        ptrs["ws"] = _workspace(e, plan.ws_floats, stream_h, a, False).data_ptr()
+    plan.run(ptrs, 1.0, 0.0, stream_h)
+    return out
+
+
 # ---- the plan cache --------------------------------------------------------------------------
 
 @dataclass
@@ -80,6 +115,7 @@ class _Entry:
 
 
 _plans: dict = {}
+_products: dict = {}   # product()'s key -> the same _Entry as in _plans
 _plans_lock = threading.Lock()
 _stamp = None
 _torch_tensor = None
@@ -89,6 +125,7 @@ def clear_plan_cache() -> None:
     """Drop every cached plan and the kept workspaces."""
     with _plans_lock:
         _plans.clear()
+        _products.clear()
         _workspaces.clear()
 
 
@@ -188,6 +225,7 @@ def _remember(key, entry) -> None:
     with _plans_lock:
         if len(_plans) >= PLAN_CACHE_SIZE:  # a full cache starts over (plans are cheap to rebuild)
             _plans.clear()
+            _products.clear()
         _plans[key] = entry
 
 

@@ -41,6 +41,7 @@ import torch
 from torch import Tensor
 
 import gemmlab
+from gemmlab.api import product as _product
 from gemmlab.precision import PRECISIONS
 
 __all__ = ["mm", "bmm", "gemm", "linear", "OPS", "SCHEMAS"]
@@ -60,7 +61,10 @@ def _run(op: str, a: Tensor, b: Tensor, c: Optional[Tensor], alpha: float, beta:
          precision: Optional[str]) -> Tensor:
     """``alpha * a @ b + beta * c`` through gemmlab (2-D: gemm, 3-D: gemm_batched): a new
     contiguous tensor on torch's current stream. gemmlab checks everything itself (its plan cache
-    makes a repeated call's checks one dictionary lookup)."""
+    makes a repeated call's checks one dictionary lookup; a plain product takes api.product's
+    cheaper key)."""
+    if c is None and alpha == 1.0 and beta == 0.0:
+        return _product(a, b, precision, a.dim() == 3)
     if a.dim() == 3:
         return gemmlab.gemm_batched(a, b, c, alpha, beta, precision=precision)
     return gemmlab.gemm(a, b, c, alpha, beta, precision=precision)

@@ -358,6 +358,28 @@ def test_gpu_workspace_kept_per_stream_and_not_under_capture(monkeypatch):
     assert not api._workspaces
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", ["nn", "nt", "tn", "tt"])
+@pytest.mark.parametrize("M,N,K,batch", [(257, 129, 300, None), (64, 64, 64, None), (100, 3000, 700, None),
+                                         (33, 65, 129, 3), (1, 300, 500, None)])
+def test_gpu_product_fast_path(layout, M, N, K, batch):
+    """api.product (the torch operators' and enable()'s a @ b): the same results as gemm on
+    fresh operands every call, through the entry it remembered on the first call."""
+    import torch
+
+    from gemmlab import api, check
+
+    for i in range(3):
+        a, b, _ = check.random_operands(M, N, K, layout, batch, seed=100 + i)
+        out = api.product(a, b, None, bool(batch))
+        torch.cuda.synchronize()
+        assert out.shape == ((batch, M, N) if batch else (M, N)) and out.is_contiguous()
+        assert check.compare(out, check.reference(a, b, None, 1.0, 0.0), K).correct
+    assert any(k[1] == a.shape and k[3] == b.shape for k in api._products)
+    with pytest.raises(Exception, match="float32|dtype"):
+        api.product(a.double(), b.double())
+
+
 def test_transpose_kernel_compiles():
     from gemmlab.analysis import sass
     from gemmlab.jit import compile_cubin
@@ -390,7 +412,8 @@ def test_a_transpose_copy_and_the_rule():
     tn = Problem.dense(4096, 4096, 4096, "tn", a_ptr=1 << 20, b_ptr=2 << 20, d_ptr=3 << 20)
     assert tn.repacks(False, a_transpose=True)[0] == []          # A is column-major already
     assert should_transpose_a(Problem.dense(4096, 2048, 512, "nn"))
-    assert not should_transpose_a(Problem.dense(4096, 1536, 512, "nn"))   # N too small to pay
+    assert should_transpose_a(Problem.dense(4096, 1536, 512, "nn"))
+    assert not should_transpose_a(Problem.dense(4096, 1024, 512, "nn"))   # N too small to pay
     assert not should_transpose_a(Problem.dense(64, 4096, 4096, "nn"))    # M too small
     assert not should_transpose_a(tn)
 

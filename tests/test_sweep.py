@@ -290,3 +290,20 @@ def test_small_sweep_writes_json_csv_png(tmp_path):
             assert row["config"]["source"] in ("tuned", "heuristic", "skinny") and row["plan"]["kernels"]
     assert "geometric mean" in r.stdout
     assert (out / "sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_heldout_shapes_are_in_no_shipped_table():
+    """The held-out suite checks stage="auto" where nothing was tuned: no shipped table (any
+    layout, either alignment class) may hold one of its buckets, so tuning one by mistake fails here."""
+    import json
+    from pathlib import Path
+
+    from gemmlab.bench import suites
+    from gemmlab.heuristics import table
+
+    tables = sorted((Path(__file__).resolve().parents[1] / "gemmlab" / "tune" / "tables").glob("*.json"))
+    assert tables
+    buckets = {tuple(e["bucket"]) for t in tables for e in json.loads(t.read_text())["entries"]}
+    held = {table.bucket(*s) for s in suites.HELDOUT}
+    assert len(suites.HELDOUT) >= 20 and not held & buckets
+    assert not set(suites.HELDOUT) & set(suites.ISSUE9 + suites.SQUARES + suites.TRANSFORMER)

@@ -55,7 +55,7 @@ def register(sub) -> None:
                                    "heuristic, split-K) and the baselines on every shape of a suite, each "
                                    "checked against float64, then timed; the table gives the ratio to cuBLAS "
                                    "per shape and its geometric mean. --out writes sweep.json/csv/png.")
-    p.add_argument("--suite", default=None, help="issue9 (default), squares or all (gemmlab/tune/suites.py)")
+    p.add_argument("--suite", default=None, help="issue9 (default), squares, all, transformer or heldout (gemmlab/bench/suites.py)")
     p.add_argument("--shapes", default=None, metavar="SPEC",
                    help="instead of --suite: comma-separated MxNxK (suite names allowed)")
     p.add_argument("--precision", choices=("ieee", "tf32", "tf32x3"), default="ieee",

@@ -26,10 +26,32 @@ ISSUE9 = (
 
 SQUARES = tuple((n, n, n, 1) for n in (128, 256, 512, 1024, 2048, 4096, 8192, 16384))
 
+# The GEMMs of the training benchmark's model (gemmlab/bench/training.py: d_model 512, 8 heads,
+# feed-forward 2048, 32 x 128 = 4096 tokens) as (M, N, K): forward x W^T (layout nt) and dX = g W
+# (nn) have M = 4096; dW = g^T x (tn) has M = out features, K = 4096.
+TRANSFORMER = (
+    (4096, 1536, 512, 1), (4096, 512, 512, 1), (4096, 2048, 512, 1), (4096, 512, 2048, 1),   # forward, dX
+    (4096, 512, 1536, 1),
+    (1536, 512, 4096, 1), (512, 512, 4096, 1), (2048, 512, 4096, 1), (512, 2048, 4096, 1),   # dW
+)
+
+# Shapes that no shipped table holds and that nothing is tuned on: the held-out check of issue 16
+# (stage="auto" on shapes it was never tuned on). BERT-base-like projections (K 768 / 3072),
+# decode-sized M, odd unaligned mid sizes, tall and wide, deep K, squares between the suite's.
+HELDOUT = (
+    (4096, 768, 768, 1), (4096, 3072, 768, 1), (4096, 768, 3072, 1), (4096, 2304, 768, 1),
+    (32, 4096, 4096, 1), (64, 11008, 4096, 1), (48, 4096, 11008, 1), (96, 1024, 8192, 1),
+    (1400, 1400, 1400, 1), (1500, 2500, 3500, 1), (2900, 2901, 2903, 1), (3333, 1111, 2222, 1),
+    (6144, 6144, 6144, 1), (5000, 5000, 5000, 1), (16384, 256, 1024, 1), (256, 16384, 1024, 1),
+    (512, 512, 32768, 1), (777, 555, 333, 1), (12288, 3072, 1024, 1), (2560, 2560, 640, 1),
+)
+
 SUITES = {
     "issue9": ISSUE9,
     "squares": SQUARES,
     "all": ISSUE9 + SQUARES,
+    "transformer": TRANSFORMER,
+    "heldout": HELDOUT,
 }
 
 _SHAPE = re.compile(r"^(\d+)[xX](\d+)[xX](\d+)(?:[xX](\d+))?$")

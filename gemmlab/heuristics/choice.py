@@ -42,9 +42,10 @@ REPACK_MIN_FLOP_PER_BYTE = 64  # 2MNK over the bytes a repack copies (read + wri
 TRANSPOSE_B_MIN_M = 1024       # K-major B is transposed when M >= this: 2MNK / 8KN = M/4 FLOP per byte
 # A row-major A is transposed when N >= this. On the H200 s11 reads a column-major A (As[k][m])
 # 4-10% faster than a row-major one (scripts/tn_probe.py, results/h200/logs/tn-probe.txt: 4096^3
-# 2.62 against 2.77 ms); the copy moves 8MK bytes: at ~2.5 TB/s and ~5% of 2MNK at 50 TFLOPS the
-# two meet at N ~ 1600 (the probe: +13 us at 4096x2048x512, +4 at N = 1536, -14 at N = 512).
-TRANSPOSE_A_MIN_N = 2048
+# 2.67 against 2.77 ms with the copy, 8192^3 21.0 against 21.8); the copy moves 8MK bytes (3.0-3.2
+# TB/s when large, ~10 us at 8 MB): at ~5% of 2MNK at 50 TFLOPS the two meet near N ~ 1500 (the
+# probe: +11 us at 4096x2048x512, +3.7 at 4096x1536x512, -4.5 at 4096x512x512, -8 at 4096x512x2048).
+TRANSPOSE_A_MIN_N = 1536
 TRANSPOSE_A_MIN_M = 128
 TRANSPOSE_BYTES_PER_S = 2.5e12  # the transposing copy's rate (read + write), for comparing tuned entries
 TRANSPOSE_LAUNCH_S = 3e-6
