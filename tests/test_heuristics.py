@@ -312,3 +312,41 @@ def test_of_call_swaps_for_a_column_major_out():
     assert r.ldd == 8                                                                  # one row: an aligned ld
     assert matrix_layout((3, 5), (5, 1)) == "row" and matrix_layout((3, 5), (1, 3)) == "col"
     assert matrix_layout((3, 5), (2, 2)) is None
+
+
+# ---- a row-major A transposed (a_transpose): which table decides ------------------------------------
+
+def _timed(M, N, K, config, layout, ms):
+    e = entry(M, N, K, config, layout=layout)
+    e["time_ms"] = ms
+    return e
+
+
+@pytest.mark.parametrize("tn_ms,expect", [(0.90, True), (0.999, False)])
+def test_a_transpose_follows_the_measured_times(tmp_path, monkeypatch, tn_ms, expect):
+    monkeypatch.setenv("GEMMLAB_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "t.json"
+    monkeypatch.setenv("GEMMLAB_TUNING_DB", str(path))
+    # 4096x2048x512: the copy costs 8MK / 2.5 TB/s + 3 us = 9.7 us; nn 1 ms against tn + copy
+    db.write(path, IDENT, [_timed(4096, 2048, 512, TILE_A, "nn", 1.0), _timed(4096, 2048, 512, TILE_B, "tn", tn_ms)],
+             merge=False)
+    c = choose(4096, 2048, 512)
+    assert c.source == "tuned" and c.a_transpose is expect and c.config == (TILE_B if expect else TILE_A)
+
+
+def test_a_transpose_where_only_one_layout_is_tuned_or_none(tmp_path, monkeypatch):
+    monkeypatch.setenv("GEMMLAB_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "t.json"
+    monkeypatch.setenv("GEMMLAB_TUNING_DB", str(path))
+    db.write(path, IDENT, [_timed(4096, 2048, 512, TILE_A, "nn", 1.0)], merge=False)
+    c = choose(4096, 2048, 512)
+    assert (c.source, c.a_transpose, c.config) == ("tuned", False, TILE_A)      # a measurement beats the rule
+    c = choose(5800, 2900, 720)                                                   # only an nn neighbour
+    assert (c.source, c.a_transpose) == ("nearest", False)
+    db.write(path, IDENT, [_timed(4096, 2048, 512, TILE_B, "tn", 1.0)], merge=False)
+    c = choose(4096, 2048, 512)
+    assert (c.source, c.a_transpose, c.config) == ("tuned", True, TILE_B)
+    c = choose(300, 9000, 40000)                                                  # nothing near: the rule
+    assert c.source == "heuristic" and c.a_transpose
+    assert not choose(300, 9000, 40000, "tn").a_transpose                         # A column-major already
+    assert not choose(4096, 2048, 512, allow_workspace=False).a_transpose

@@ -263,6 +263,8 @@ def ran_text(cfg) -> str:
         text += f" split {cfg['split_k']}"
     if cfg.get("repack"):
         text += " repack"
+    if cfg.get("a_transpose"):
+        text += " A^T"
     if cfg.get("source"):
         text += f" ({cfg['source']})"
     return text

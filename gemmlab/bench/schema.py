@@ -56,7 +56,7 @@ FIELDS: dict[str, tuple[tuple, str]] = {
     "kernels": ((list, _N), "every kernel of the launch sequence when there is more than one"),
     "fallback": ((bool, _N), "true when the kernel that ran belongs to another stage (e.g. s11 handing an unaligned problem to s10)"),
     "config": ((dict, _N), "the configuration that ran (stage parameters, Triton's autotuned tile, or for the tuned row the plan: stage, config, split_k, repack, source, kernels)"),
-    "plan": ((dict, _N), "gemmlab rows: what the call's plan ran (plan.describe(): stage, config, split_k, repack, source, kernels, variant, workspace_bytes, grid, block, smem)"),
+    "plan": ((dict, _N), "gemmlab rows: what the call's plan ran (plan.describe(): stage, config, split_k, repack, a_transpose, source, kernels, variant, workspace_bytes, grid, block, smem)"),
     "registers": ((int, _N), "registers per thread of the kernel (CUDA function attributes)"),
     "local_bytes": ((int, _N), "local memory per thread (spills); 0 for every stage"),
     "spills": ((int, _N), "Triton: registers spilled"),

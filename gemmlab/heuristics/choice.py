@@ -190,9 +190,13 @@ def choose(p: Problem, gpu: model.Gpu, ident: dict, *, allow_workspace: bool = T
         except Exception as e:  # a stale entry: say so once, go on
             _stale(entry, e)
 
-    # 3. Nearest: the tuned neighbours' tile.
+    # 3. Nearest: the tuned neighbours' tile (with A transposed, the neighbours of the layout the
+    # kernel sees; where there are none, the call layout's, without the transpose).
     near = nearest_choice(p, gpu, ident, aligned, allow_workspace=allow_workspace, repack=repack, config=config,
                           layout=layout, a_transpose=a_t)
+    if near is None and a_t:
+        near = nearest_choice(p, gpu, ident, p.operands_aligned() or repack, allow_workspace=allow_workspace,
+                              repack=repack, config=config)
     if near is not None:
         return near
 
