@@ -140,6 +140,18 @@ for what in "$@"; do
     sweep-ieee)
       step "sweep: precision=ieee (stage=auto) over the issue-9 suite against cuBLAS FP32"
       python3 -m gemmlab sweep --suite issue9 --out "$RES/sweep-ieee" 2>&1 | tee "$RES/sweep-ieee.txt" | tail -20 ;;
+    sweep-heldout)
+      step "sweep: stage=auto on the held-out shapes (in no table), nn and nt, against cuBLAS"
+      for lay in nn nt; do
+        python3 -m gemmlab sweep --suite heldout --layout $lay --baselines cublas --no-kernel-names \
+          --out "$RES/sweep-heldout-$lay" 2>&1 | tee "$RES/sweep-heldout-$lay.txt" | tail -3
+      done ;;
+    sweep-transformer)
+      step "sweep: the training model's GEMMs in the layouts it calls them (nt forward, nn dX, tn dW)"
+      for lay in nt nn tn; do
+        python3 -m gemmlab sweep --suite transformer --layout $lay --baselines cublas --no-kernel-names \
+          --out "$RES/sweep-transformer-$lay" 2>&1 | tee "$RES/sweep-transformer-$lay.txt" | tail -3
+      done ;;
     small-kernels)
       step "small GEMMs: GPU time per launch and host time per call, by stage"
       python3 scripts/small_kernel_times.py 2>&1 | tee "$RES/small_kernels.txt" | tail -30 ;;
