@@ -38,7 +38,9 @@ from ..stages import get as get_stage
 from . import model, skinny, space, table
 from .tensor_core import tensor_core_choice
 
-REPACK_MIN_FLOP_PER_BYTE = 64  # 2MNK over the bytes a repack copies (read + write)
+# 2MNK over the bytes a repack copies (read + write). At 64, 777x555x333 (81 FLOP/B) was repacked
+# and ran 30.0 us against 23.2 without (each copy is a kernel of its own; heldout-probe.txt).
+REPACK_MIN_FLOP_PER_BYTE = 128
 TRANSPOSE_B_MIN_M = 1024       # K-major B is transposed when M >= this: 2MNK / 8KN = M/4 FLOP per byte
 # A row-major A is transposed when N >= this. On the H200 s11 reads a column-major A (As[k][m])
 # 4-10% faster than a row-major one (scripts/tn_probe.py, results/h200/logs/tn-probe.txt: 4096^3
