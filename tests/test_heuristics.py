@@ -350,3 +350,16 @@ def test_a_transpose_where_only_one_layout_is_tuned_or_none(tmp_path, monkeypatc
     assert c.source == "heuristic" and c.a_transpose
     assert not choose(300, 9000, 40000, "tn").a_transpose                         # A column-major already
     assert not choose(4096, 2048, 512, allow_workspace=False).a_transpose
+
+
+def test_oversized_tiles_pay_the_s10_fallback():
+    """A tile larger than the problem along M runs as s10 (OVERSIZED_EFFICIENCY); the calibration
+    points of heldout-probe.txt: at M = 32 the 32-row tile wins, at M = 48 one 64-row tile (one
+    pass over B) still beats two 32-row ones."""
+    assert model.rank(32, 4096, 4096)[0].candidate.tile() == (32, 64)
+    assert model.rank(48, 4096, 11008)[0].candidate.tile()[0] == 64
+    big = next(c for c in space.candidates(90) if c.tile() == (64, 256))
+    full = model.predict(big, 64, 4096, 4096, 1, 8, GPU).seconds
+    assert model.fits(big, 64, 4096) and not model.fits(big, 63, 4096)
+    # 63 rows do no less work than 64 in a 64-row tile; they are slower by the fallback's factor
+    assert model.predict(big, 63, 4096, 4096, 1, 8, GPU).seconds > full

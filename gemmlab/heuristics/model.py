@@ -63,7 +63,8 @@ def predict(cand: space.Candidate, M: int, N: int, K: int, batch: int, split_k: 
     # Blocks sharing an SM in the first wave; fewer than bps get more of it each, but fewer warps
     # hide less latency: the SM's rate falls like the square root of its occupancy.
     resident = min(bps, math.ceil(blocks / gpu.sms))
-    sm_rate = cand.efficiency * gpu.sm_flops * math.sqrt(resident / bps)
+    eff = cand.efficiency * (1.0 if fits(cand, M, N) else OVERSIZED_EFFICIENCY)
+    sm_rate = eff * gpu.sm_flops * math.sqrt(resident / bps)
     per_block = 2.0 * bm * bn * max(k_len, 1) / (sm_rate / resident) + BLOCK_OVERHEAD_S
     seconds = math.ceil(waves) * per_block
     if s > 1:
@@ -71,24 +72,28 @@ def predict(cand: space.Candidate, M: int, N: int, K: int, batch: int, split_k: 
     return Prediction(cand, s, seconds, blocks, waves)
 
 
+# A tile larger than the problem along M or N: s11's TMA boxes cannot be larger than the tensor,
+# so s11 hands the problem to s10, and the wasted rows cost what the model already counts. The
+# factor on such a candidate's efficiency, from two H200 measurements (scripts/heldout_probe.py,
+# results/h200/logs/heldout-probe.txt): 32x4096x4096 ran 70.5 us as s10 64x256 split 8 against
+# 49.2 as s11 32x64 split 4 (the model without the factor: 59.5 against 61.3 us); 48x4096x11008 ran
+# 161 us as s10 64x256 split 8 against 198 as s11 32x64 split 4 (model: 150 against 302).
+OVERSIZED_EFFICIENCY = 0.8
+
+
 def fits(cand: space.Candidate, M: int, N: int) -> bool:
-    """The tile is no larger than the problem along M and N. A larger one wastes the rows or
-    columns past the edge, and s11's TMA boxes cannot be larger than the tensor, so s11 hands such
-    a problem to s10 (~10% slower): on the H200, 32x4096x4096 ran 70.5 us as s10 64x256 split 8
-    and 49.2 us as s11 32x64 split 4 (scripts/heldout_probe.py, results/h200/logs/heldout-probe.txt)."""
+    """The tile is no larger than the problem along M and N."""
     bm, bn = cand.tile()
     return bm <= M and bn <= N
 
 
 def rank(M: int, N: int, K: int, batch: int = 1, gpu: Gpu | None = None, *, allow_split: bool = True,
          candidates=None) -> list[Prediction]:
-    """Every candidate x split, best first (one prediction per distinct slice count). Candidates
-    whose tile is larger than the problem (:func:`fits`) are left out while one that fits exists."""
+    """Every candidate x split, best first (one prediction per distinct slice count)."""
     gpu = gpu or Gpu()
     out = []
     pool = list(candidates if candidates is not None else space.candidates(gpu.cc))
-    fitting = [c for c in pool if fits(c, M, N)]
-    for cand in fitting or pool:
+    for cand in pool:
         seen = set()
         for split in space.SPLITS if allow_split else (1,):
             if split > 1 and -(-K // split) < MIN_K_SLICE:
