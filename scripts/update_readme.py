@@ -105,6 +105,29 @@ def sweep_auto_section() -> list[str]:
     return lines
 
 
+def sweep_sections() -> list[str]:
+    """The newest stage="auto" sweeps: the issue-9 suite, the held-out shapes (in no table) and the
+    training model's GEMMs, each against cuBLAS in the same run."""
+    groups = [
+        ("stage=\"auto\" on the issue-9 suite, against cuBLAS (newest run)", [("sweep-ieee", "nn")],
+         "gemmlab sweep --suite issue9 --baselines cublas"),
+        ("stage=\"auto\" on held-out shapes (in no shipped table), against cuBLAS",
+         [("sweep-heldout/nn", "nn"), ("sweep-heldout/nt", "nt")], "gemmlab sweep --suite heldout --layout L --baselines cublas"),
+        ("stage=\"auto\" on the training model's GEMMs (forward nt, dX nn, dW tn), against cuBLAS",
+         [("sweep-transformer/nt", "nt"), ("sweep-transformer/nn", "nn"), ("sweep-transformer/tn", "tn")],
+         "gemmlab sweep --suite transformer --layout L --baselines cublas"),
+    ]
+    lines = []
+    for title, subs, cmd in groups:
+        docs = [(RES / sub / "sweep.json", lay) for sub, lay in subs if (RES / sub / "sweep.json").is_file()]
+        if not docs:
+            continue
+        lines += [f"### {title}", "", f"`{cmd}` (`results/h200/{subs[0][0].split('/')[0]}/`); kernel time, L2 flushed:", ""]
+        for path, _ in docs:
+            lines += [report.markdown(report.load(path)).rstrip(), ""]
+    return lines
+
+
 def sweep_precision_section() -> list[str]:
     """stage="auto" at precision="tf32x3" over the suite (gemmlab sweep --precision tf32x3)."""
     path = RES / "sweep-tf32x3" / "sweep.json"
@@ -290,7 +313,8 @@ def main(argv=None) -> int:
 
 def results_section() -> None:
     parts = ["## Results on the H200", ""]
-    parts += sweep_auto_section() + sweep_precision_section() + accuracy_section() + overhead_section()
+    parts += sweep_sections() + sweep_auto_section() + sweep_precision_section() + accuracy_section()
+    parts += overhead_section()
     parts += training_section()
     parts += ladder_section(RES / "ladder-4096" / "ladder.json", "The ladder at 4096³")
     parts += ladder_section(RES / "ladder-8192" / "ladder.json", "The ladder at 8192³")
