@@ -6,16 +6,9 @@ import torch
 
 from gemmlab import api
 from gemmlab.bench.candidates import Operands
-from gemmlab.bench.timing import L2Flush, Policy, measure
+from probe_common import event_timer
 
-torch.backends.cuda.matmul.allow_tf32 = False
-pol = Policy(target_seconds=0.1, max_seconds=1.0, min_reps=10, max_reps=300)
-flush = L2Flush()
-
-
-def t(fn):
-    fn(); torch.cuda.synchronize()
-    return measure(fn, pol, flush).summary.median * 1e3
+t = event_timer()
 
 
 CASES = {

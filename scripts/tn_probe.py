@@ -6,16 +6,9 @@ import torch
 
 from gemmlab import api
 from gemmlab.bench.candidates import Operands
-from gemmlab.bench.timing import L2Flush, Policy, measure
+from probe_common import event_timer
 
-torch.backends.cuda.matmul.allow_tf32 = False
-pol = Policy(target_seconds=0.15, max_seconds=1.5, min_reps=10, max_reps=400)
-flush = L2Flush()
-
-
-def t(fn):
-    fn(); torch.cuda.synchronize()
-    return measure(fn, pol, flush).summary.median * 1e3
+t = event_timer(target_seconds=0.15, max_seconds=1.5, min_reps=10, max_reps=400)
 
 
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048), (3000, 5000, 7000), (1024, 1024, 16384),

@@ -8,16 +8,12 @@ import time
 
 import torch
 
-import gemmlab.nn as gnn
 import gemmlab.torch as gtorch
 from gemmlab import api
-from gemmlab.bench import baselines
-from gemmlab.bench.training import Settings, build_model, make_data
+from probe_common import TrainingModel
 
-s = Settings()
-baselines.disable_tf32()
-data = make_data(s)
-init = {k: v.detach().clone() for k, v in build_model(s).state_dict().items()}
+tm = TrainingModel()
+fresh = tm.fresh
 builds = [0]
 _orig_build = api._build_entry
 
@@ -30,23 +26,8 @@ def counting_build(*a, **k):
 api._build_entry = counting_build
 
 
-def fresh(replace=False):
-    m = build_model(s)
-    m.load_state_dict(init)
-    if replace:
-        gnn.replace_linear(m)
-    return m
-
-
 def run(name, model, fwd, enable=False, n=10):
-    opt = torch.optim.Adam(model.parameters(), lr=s.lr)
-
-    def one(i):
-        x, y = data[i % len(data)]
-        opt.zero_grad(set_to_none=True)
-        torch.nn.functional.mse_loss(fwd(x), y).backward()
-        opt.step()
-
+    one = tm.step(model, fwd)
     with (gtorch.enable(strict=True) if enable else gtorch.disable()):
         for i in range(8):
             one(i)

@@ -9,32 +9,15 @@ import time
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-import gemmlab.nn as gnn
 import gemmlab.torch as gtorch
-from gemmlab.bench import baselines
-from gemmlab.bench.training import Settings, build_model, make_data
+from probe_common import TrainingModel
 
-s = Settings(d_model=int(sys.argv[1]) if len(sys.argv) > 1 else 512)
-baselines.disable_tf32()
-data = make_data(s)
-init = {k: v.detach().clone() for k, v in build_model(s).state_dict().items()}
-
-
-def fresh(replace=False):
-    m = build_model(s)
-    m.load_state_dict(init)
-    if replace:
-        gnn.replace_linear(m)
-    return m
+tm = TrainingModel(int(sys.argv[1]) if len(sys.argv) > 1 else 512)
+fresh = tm.fresh
 
 
 def steps(model, fwd, n):
-    opt = torch.optim.Adam(model.parameters(), lr=s.lr)
-    def one(i):
-        x, y = data[i % len(data)]
-        opt.zero_grad(set_to_none=True)
-        torch.nn.functional.mse_loss(fwd(x), y).backward()
-        opt.step()
+    one = tm.step(model, fwd)
     for i in range(8):
         one(i)
     torch.cuda.synchronize()

@@ -1,0 +1,56 @@
+"""Pieces the H200 probe scripts share (imported from scripts/, which is sys.path[0] when one of
+them runs): CUDA-event timing with the L2 flushed, and the training benchmark's model and step."""
+import torch
+
+from gemmlab.bench.timing import L2Flush, Policy, measure
+
+
+def event_timer(target_seconds=0.1, max_seconds=1.0, min_reps=10, max_reps=300):
+    """t(fn) -> the median CUDA-event time of fn in microseconds (after one untimed call), each
+    repetition after a writing L2 flush (gemmlab/bench/timing.py)."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    pol = Policy(target_seconds=target_seconds, max_seconds=max_seconds, min_reps=min_reps, max_reps=max_reps)
+    flush = L2Flush()
+
+    def t(fn):
+        fn()
+        torch.cuda.synchronize()
+        return measure(fn, pol, flush).summary.median * 1e3
+
+    return t
+
+
+class TrainingModel:
+    """The training benchmark's TransformerEncoder (gemmlab/bench/training.py), its data and
+    initial weights: ``fresh()`` builds a model from them, ``step(model, forward)`` an Adam step
+    ``one(i)`` on batch i."""
+
+    def __init__(self, d_model=512):
+        from gemmlab.bench import baselines
+        from gemmlab.bench.training import Settings, build_model, make_data
+
+        self.s = Settings(d_model=d_model)
+        baselines.disable_tf32()
+        self._build = build_model
+        self.data = make_data(self.s)
+        self.init = {k: v.detach().clone() for k, v in build_model(self.s).state_dict().items()}
+
+    def fresh(self, replace=False):
+        import gemmlab.nn as gnn
+
+        m = self._build(self.s)
+        m.load_state_dict(self.init)
+        if replace:
+            gnn.replace_linear(m)
+        return m
+
+    def step(self, model, forward):
+        opt = torch.optim.Adam(model.parameters(), lr=self.s.lr)
+
+        def one(i):
+            x, y = self.data[i % len(self.data)]
+            opt.zero_grad(set_to_none=True)
+            torch.nn.functional.mse_loss(forward(x), y).backward()
+            opt.step()
+
+        return one
