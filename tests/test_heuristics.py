@@ -363,3 +363,34 @@ def test_oversized_tiles_pay_the_s10_fallback():
     assert model.fits(big, 64, 4096) and not model.fits(big, 63, 4096)
     # 63 rows do no less work than 64 in a 64-row tile; they are slower by the fallback's factor
     assert model.predict(big, 63, 4096, 4096, 1, 8, GPU).seconds > full
+
+
+def test_the_waves_model_against_the_shipped_h200_measurements():
+    """The model (model.predict) against what gemmlab tune measured on the H200 (the shipped
+    table's candidates: every entry's shortlist, timed with L2 flushed): predicted / measured
+    time per candidate, and the regret of the model's own pick among each shortlist (its
+    measured time over the fastest's). At 44093a6's table: median ratio 0.98 (0.6-1.43), regret
+    geometric mean 1.017 over 83 entries, the worst the split-heavy 64x64x65536 (1.17-1.20)."""
+    import json
+    import re
+    import statistics
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "gemmlab" / "tune" / "tables" / "nvidia-h200-sm_90-nvrtc-13.0.json"
+    by_label = {c.label: c for c in space.candidates(90)}
+    ratios, regrets = [], []
+    for e in json.loads(path.read_text())["entries"]:
+        M, N, K, B = e["shape"]
+        shortlist = []
+        for label, split, ms in e["candidates"]:
+            lab = re.sub(r"( split \d+)?( \(default\))?( \[.*\])?$", "", label).removeprefix("s11 ")
+            if lab in by_label:
+                pred = model.predict(by_label[lab], M, N, K, B, split, GPU).seconds * 1e3
+                shortlist.append((ms, pred))
+                ratios.append(pred / ms)
+        if len(shortlist) > 1:
+            regrets.append(min(shortlist, key=lambda m: m[1])[0] / min(m[0] for m in shortlist))
+    assert len(regrets) >= 80 and len(ratios) >= 400
+    assert 0.9 <= statistics.median(ratios) <= 1.1
+    assert math.exp(statistics.mean(map(math.log, regrets))) <= 1.03
+    assert max(regrets) <= 1.25
