@@ -296,14 +296,12 @@ def _workspace(e: "_Entry", floats: int, stream_h: int, like, explicit_stream: b
         import torch
 
         _capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None) or torch.cuda.is_current_stream_capturing
+    if _capturing():
+        return _allocate(e.kind, (floats,), e.device, like)
     key = (e.device, stream_h)
     ws = _workspaces.get(key)
-    if ws is not None and ws.numel() >= floats:
-        if not _capturing():
-            return ws
-        return _allocate(e.kind, (floats,), e.device, like)
-    ws = _allocate(e.kind, (max(floats, 1 << 16),), e.device, like)
-    if not _capturing():
+    if ws is None or ws.numel() < floats:
+        ws = _allocate(e.kind, (max(floats, 1 << 16),), e.device, like)
         with _plans_lock:
             _workspaces[key] = ws
     return ws

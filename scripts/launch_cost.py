@@ -4,26 +4,19 @@ torch op, and the torch pieces the API reads (data_ptr, stride, new_empty, the c
 each as the mean of 2000 calls after 200 warm-up calls (no synchronize in the loop).
     python3 scripts/launch_cost.py"""
 import ctypes
-import time
 
 import torch
 
 import gemmlab
 import gemmlab.torch_ops  # noqa: F401
 from gemmlab import api, device
+from gemmlab.bench.overhead import measure_calls
 from gemmlab.jit import compiler, launch
 
 
 def per_call(f, n=2000):
-    for _ in range(200):
-        f()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(n):
-        f()
-    dt = time.perf_counter() - t0
-    torch.cuda.synchronize()
-    return 1e6 * dt / n
+    """Host µs per call (gemmlab bench --overhead's loop: 200 warm-up calls, then n calls)."""
+    return measure_calls(f, calls=n, repeats=1, warmup=200, sync=torch.cuda.synchronize)["host_us"]
 
 
 a = torch.rand(64, 64, device="cuda"); b = torch.rand(64, 64, device="cuda"); out = torch.empty(64, 64, device="cuda")

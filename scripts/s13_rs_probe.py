@@ -6,7 +6,7 @@ import torch
 torch.backends.cuda.matmul.allow_tf32 = False
 from gemmlab import api, check
 from gemmlab.bench.candidates import Operands
-from gemmlab.bench.timing import Policy, L2Flush, measure
+from probe_common import event_timer
 
 RS = [{"block_m": 128, "block_n": 128, "b_regs": 1, "split_partials": 0, "stages": 3},
       {"block_m": 128, "block_n": 64, "b_regs": 1, "split_partials": 0, "stages": 4},
@@ -25,9 +25,9 @@ r = check.check_stage("s13", 300, 200, 1000, "nn", config={**RS[0], "split_k": 3
 print(f"split_k 3: {r.correct} {r}")
 print(f"correctness: {bad} wrong of {len(RS) * 8} ({time.time() - t0:.0f} s)", flush=True)
 
-pol = Policy(target_seconds=0.15, max_seconds=1.5, min_reps=10, max_reps=500); fl = L2Flush()
-def t(fn):
-    fn(); torch.cuda.synchronize(); return measure(fn, pol, fl).summary.median
+t_us = event_timer(0.15, 1.5, 10, 500)  # probe_common: CUDA events, L2 flushed, median
+def t(fn):  # milliseconds
+    return t_us(fn) / 1e3
 
 shapes = [(128, 8192, 8192), (8192, 128, 8192), (256, 8192, 8192), (8192, 256, 8192), (1024, 1024, 1024), (4096, 4096, 4096),
           (1024, 1024, 16384), (2048, 2048, 2048)]

@@ -8,11 +8,11 @@ import torch
 torch.backends.cuda.matmul.allow_tf32 = False
 from gemmlab import api
 from gemmlab.bench.candidates import Operands
-from gemmlab.bench.timing import Policy, L2Flush, measure
+from probe_common import event_timer
 
-pol = Policy(target_seconds=0.02, max_seconds=0.3, min_reps=10, max_reps=300); fl = L2Flush()
-def t(fn):
-    fn(); torch.cuda.synchronize(); return measure(fn, pol, fl).summary.median
+t_us = event_timer(0.02, 0.3, 10, 300)  # probe_common: CUDA events, L2 flushed, median
+def t(fn):  # milliseconds
+    return t_us(fn) / 1e3
 
 shapes = sys.argv[1].split(",") if len(sys.argv) > 1 else ["1x4096x4096:nn", "1x3000x5000:nn", "1x6144x2048:nn"]
 for spec in shapes:

@@ -172,15 +172,15 @@ def choose(p: Problem, gpu: model.Gpu, ident: dict, *, allow_workspace: bool = T
     aligned = p.operands_aligned() or repack
     # A row-major A to be transposed: the tables are read for the layout the kernel then sees.
     a_t = allow_workspace and should_transpose_a(p)
-    layout = p.layout
+    layout, layout_aligned = p.layout, aligned  # the tables' keys for the problem the kernel sees
 
     # 2. Tuned: this shape's bucket.
     if a_t:
         seen = p.repacks(repack, True)[1]
-        aligned_seen = aligned or seen.operands_aligned()
-        entry, a_t = _tuned_with_transpose(p, ident, aligned, seen.layout, aligned_seen)
+        seen_aligned = aligned or seen.operands_aligned()
+        entry, a_t = _tuned_with_transpose(p, ident, aligned, seen.layout, seen_aligned)
         if a_t:
-            layout, aligned = seen.layout, aligned_seen
+            layout, layout_aligned = seen.layout, seen_aligned
     else:
         entry = table.lookup(ident, M, N, K, batch, layout, aligned)
     if entry is not None:
@@ -194,11 +194,10 @@ def choose(p: Problem, gpu: model.Gpu, ident: dict, *, allow_workspace: bool = T
 
     # 3. Nearest: the tuned neighbours' tile (with A transposed, the neighbours of the layout the
     # kernel sees; where there are none, the call layout's, without the transpose).
-    near = nearest_choice(p, gpu, ident, aligned, allow_workspace=allow_workspace, repack=repack, config=config,
-                          layout=layout, a_transpose=a_t)
+    near = nearest_choice(p, gpu, ident, layout_aligned, allow_workspace=allow_workspace, repack=repack,
+                          config=config, layout=layout, a_transpose=a_t)
     if near is None and a_t:
-        near = nearest_choice(p, gpu, ident, p.operands_aligned() or repack, allow_workspace=allow_workspace,
-                              repack=repack, config=config)
+        near = nearest_choice(p, gpu, ident, aligned, allow_workspace=allow_workspace, repack=repack, config=config)
     if near is not None:
         return near
 

@@ -92,8 +92,7 @@ def rank(M: int, N: int, K: int, batch: int = 1, gpu: Gpu | None = None, *, allo
     """Every candidate x split, best first (one prediction per distinct slice count)."""
     gpu = gpu or Gpu()
     out = []
-    pool = list(candidates if candidates is not None else space.candidates(gpu.cc))
-    for cand in pool:
+    for cand in candidates if candidates is not None else space.candidates(gpu.cc):
         seen = set()
         for split in space.SPLITS if allow_split else (1,):
             if split > 1 and -(-K // split) < MIN_K_SLICE:

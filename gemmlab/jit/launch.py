@@ -208,7 +208,7 @@ def launch_raw(fn: int, ctx: int, grid, block: int, smem: int, stream: int, para
     if f is None or s is None:
         f, s = _objects(fn, stream)
     err = _cu_launch(f, grid[0], grid[1], grid[2], block, 1, 1, smem, s, params.address, 0)[0]
-    if err is _SUCCESS or err == _SUCCESS:
+    if err == _SUCCESS:
         return
     lib = _libcuda or libcuda()
     prev = ctypes.c_void_p()

@@ -116,10 +116,14 @@ class TensorMapDescriptor:
         self.data_type = int(data_type)
         self.ptr = None
         self.address_word = ADDRESS_WORD_UNKNOWN  # byte offset of the raw-address word, once known
-        self.verified = False                     # a driver encoding matched the patched bytes
         self.driver_encodes = 0
         self._seen = None                         # (address, bytes) of the last driver encoding
         self._word = None                         # the ctypes u64 over the address word (patching)
+
+    @property
+    def verified(self) -> bool:
+        """A driver encoding matched the patched bytes: new addresses are patched from now on."""
+        return self._word is not None
 
     def encode(self, ptr: int) -> None:
         if ptr == self.ptr:
@@ -150,7 +154,6 @@ class TensorMapDescriptor:
             self.address_word = address_word(seen[0], seen[1], ptr, now)
             return
         if patched(seen[1], self.address_word, ptr) == now:
-            self.verified = True
             self._word = ctypes.c_uint64.from_address(self.addr + self.address_word)
         else:
             self.address_word = NO_ADDRESS_WORD
