@@ -30,7 +30,7 @@ from .stages import get as _get_stage
 
 INT32_MAX = 2**31 - 1
 PLAN_CACHE_SIZE = 4096
-PLAN_KEYS = ("split_k", "repack", "a_transpose")  # config keys the plan layer takes (not the stage's)
+PLAN_KEYS = ("split_k", "repack", "a_transpose", "cluster_reduce")  # config keys the plan layer takes (not the stage's)
 
 
 def matmul(a, b, out=None, *, stage="auto", config=None, stream=None, precision=None):
@@ -364,7 +364,7 @@ def _split_config(config):
                 raise ConfigError(f"config {k}={config[k]!r} is not an integer") from None
             if k == "split_k" and not 1 <= v <= 65535:
                 raise ConfigError(f"config split_k={v}: slices of K, 1..65535")
-            if k in ("repack", "a_transpose") and v not in (0, 1):
+            if k in ("repack", "a_transpose", "cluster_reduce") and v not in (0, 1):
                 raise ConfigError(f"config {k}={v} must be 0 or 1")
             plan_cfg[k] = v
     return stage_cfg, plan_cfg
@@ -485,16 +485,17 @@ def _build_entry(a, b, c, alpha, beta, out, stage, config, stream, batched, prec
 
     capturing = _launch.stream_capturing(stream_h)
 
-    c_copy = None
+    c_strides = None  # a c that is not the output: the epilogue reads it where it lies
     if vc is not None and beta != 0.0 and not c_is_out:
-        _, sc = _as3(vc, "c", batched)
-        c_copy = (M, N, batch, sc, out_strides)
+        _, c_strides = _as3(vc, "c", batched)
 
     # The kernel-level problem (gemmlab/problem.py): a column-major out is computed as
     # out^T = b^T a^T, which is row-major (``swapped``: the problem's A is b, its B is a).
     prob, swapped = Problem.of_call(M, N, K, batch, va.ptr, sa, ba, vb.ptr, sb, bb, out_ptr, out_strides,
-                                    alpha=alpha, beta=beta if vc is not None else 0.0)
+                                    alpha=alpha, beta=beta if vc is not None else 0.0, c_strides=c_strides)
     refs = {"a": ("b" if swapped else "a", 0), "b": ("a" if swapped else "b", 0), "d": ("out", 0)}
+    if prob.separate_c:
+        refs["c"] = ("c", 0)
     allow_ws = va.kind != "cai"  # a workspace is allocated with the arrays' framework
     if spec is None:
         from . import dispatch
@@ -506,11 +507,13 @@ def _build_entry(a, b, c, alpha, beta, out, stage, config, stream, batched, prec
     if plan_cfg:
         choice = replace(choice, split_k=plan_cfg.get("split_k", choice.split_k),
                          repack=bool(plan_cfg.get("repack", choice.repack)),
-                         a_transpose=bool(plan_cfg.get("a_transpose", choice.a_transpose)))
+                         a_transpose=bool(plan_cfg.get("a_transpose", choice.a_transpose)),
+                         cluster_reduce=(bool(plan_cfg["cluster_reduce"]) if "cluster_reduce" in plan_cfg
+                                         else choice.cluster_reduce))
         if not allow_ws and (choice.split_k > 1 or choice.repack or choice.a_transpose):
             raise ConfigError("split_k, repack and a_transpose need a workspace, which gemmlab allocates with "
                               "torch or CuPy; these arrays are neither")
-    entry.plan = _build_plan(choice, prob, refs, dev, capturing=capturing, c_copy=c_copy)
+    entry.plan = _build_plan(choice, prob, refs, dev, capturing=capturing)
     return entry
 
 

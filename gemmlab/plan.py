@@ -11,11 +11,14 @@ The call path is one design: **dispatch -> plan cache -> launch**.
 - on a hit (and after a miss) :meth:`Plan.run` fills the slots with this call's pointers, alpha
   and beta and enqueues each step with one ``cuLaunchKernel``.
 
-A plan may hold several steps: copy ``c`` into ``out``; repack an operand into a workspace
+A plan may hold several steps (a separate ``c`` is no step: the epilogue reads it where it
+lies): repack an operand into a workspace
 (an operand with no unit stride, or rows that are not 16-byte aligned, for the float4/TMA paths;
 the K-major or hi/lo copies of the tensor-core stages: which copies and their layouts are
 gemmlab/problem.py's, the launches are here);
-the GEMM kernel itself; the split-K reduce. Pointers come from *sources*: ``a``, ``b``, ``c``,
+the GEMM kernel itself; the split-K reduce (none where the stage adds the slices of a tile in a
+thread block cluster: s11 with 2 slices, or up to 8 when ``Choice.cluster_reduce`` forces it).
+Pointers come from *sources*: ``a``, ``b``, ``c``,
 ``out`` (the caller's arrays) and ``ws`` (a workspace the API allocates per call with the
 caller's framework, so it is stream-ordered and graph-capture safe).
 """
@@ -30,7 +33,7 @@ from .errors import ConfigError, GemmlabError
 from .jit import compile_cubin
 from .jit import launch as _launch
 from .jit.compiler import CompiledKernel
-from .jit.source import COMMON_PARAMS, generate
+from .jit.source import C_PARAMS, COMMON_PARAMS, generate
 from .problem import Copy, Problem, k_slices, round4
 from .stages.tensor_map import TensorMapArg, TensorMapDescriptor
 
@@ -54,10 +57,14 @@ class Choice:
     repack: bool = False
     source: str = "explicit"  # "explicit", "tuned", "heuristic", "skinny"
     a_transpose: bool = False  # a row-major A is first transposed into a column-major copy
+    # split-K slices added in a thread block cluster: None where the stage does so by default,
+    # True wherever it can, False never (a workspace and the reduce kernel)
+    cluster_reduce: bool | None = None
 
     def describe(self) -> dict:
         return {"stage": self.spec.id, "config": dict(self.config), "split_k": self.split_k,
-                "repack": self.repack, "a_transpose": self.a_transpose, "source": self.source}
+                "repack": self.repack, "a_transpose": self.a_transpose, "cluster_reduce": self.cluster_reduce,
+                "source": self.source}
 
 
 class Step:
@@ -220,14 +227,14 @@ class _Builder:
                  kinds, values, [(0, *src_ref), (1, *dst_ref)])
 
     # -- the split-K reduce ----------------------------------------------------------------------
-    def reduce(self, ws_ref, d_ref, M, N, splits, ws_ld, ws_ss, ws_bs, d_rs, d_cs, d_bs, batch):
+    def reduce(self, ws_ref, d_ref, c_ref, M, N, splits, ws_ld, ws_ss, ws_bs, d_rs, d_cs, d_bs, batch, c_strides):
         total = M * (-(-N // 4)) * batch
         lanes = reduce_lanes(total, splits)
         blocks = max(1, min(math.ceil(total * lanes / 256), 132 * 8))
-        kinds = ["ptr", "ptr"] + ["i64"] * 10 + ["f32", "f32", "i32"]
-        values = [0, 0, M, N, splits, ws_ld, ws_ss, ws_bs, d_rs, d_cs, d_bs, batch, 1.0, 0.0, lanes]
+        kinds = ["ptr", "ptr"] + ["i64"] * 10 + ["f32", "f32", "i32", "ptr", "i64", "i64", "i64"]
+        values = [0, 0, M, N, splits, ws_ld, ws_ss, ws_bs, d_rs, d_cs, d_bs, batch, 1.0, 0.0, lanes, 0, *c_strides]
         self.add("reduce", _REDUCE_SRC, "gemmlab_splitk_reduce", self.arch, (blocks, 1, 1), 256, 0, kinds, values,
-                 [(0, *ws_ref), (1, *d_ref)], [(12, "alpha"), (13, "beta")])
+                 [(0, *ws_ref), (1, *d_ref), (15, *c_ref)], [(12, "alpha"), (13, "beta")])
 
     # -- a stage kernel ------------------------------------------------------------------------
     def gemm(self, spec, cfg, prob: Problem, refs: dict, scalars: bool):
@@ -238,6 +245,8 @@ class _Builder:
             spec, cfg = other
         spec.check_problem(cfg, prob)
         variant = spec.variant(cfg, prob)
+        if prob.separate_c and prob.beta != 0.0:  # the epilogue reads the caller's c where it lies
+            variant = {**variant, "sep_c": 1}
         grid = spec.grid(cfg, prob)
         if grid[0] > INT32_MAX:
             raise ConfigError(f"stage {spec.id}: {grid[0]} blocks exceed the grid limit; use a larger tile")
@@ -245,8 +254,11 @@ class _Builder:
             raise ConfigError(f"stage {spec.id}: {grid[1]} split-K slices exceed 65535; use fewer")
         name, src = generate(spec, cfg, variant)
         kinds = ["ptr", "ptr", "ptr"] + ["i64"] * len(COMMON_PARAMS) + ["f32", "f32"] + ["i64"] * 6
+        kinds += ["ptr"] + ["i64"] * len(C_PARAMS)
         values = [0, 0, 0] + [getattr(prob, f) for f in COMMON_PARAMS] + [prob.alpha, prob.beta]
         values += [prob.batch, prob.a_bs, prob.b_bs, prob.d_bs, prob.k_split, prob.d_ss]
+        c_slot = len(values)
+        values += [0, *prob.c_strides()]
         tmaps = []
         for extra in spec.extra_args(cfg, variant, prob):
             if isinstance(extra, TensorMapArg):
@@ -262,7 +274,8 @@ class _Builder:
         scalar_slots = [(n_common, "alpha"), (n_common + 1, "beta")] if scalars else []
         step = self.add(spec.id, src, name, spec.compile_arch(cfg, self.arch), grid, spec.launch_threads(cfg, variant),
                         spec.smem_bytes(cfg, variant), kinds, values,
-                        [(0, *refs["a"]), (1, *refs["b"]), (2, *refs["d"])], scalar_slots, tmaps)
+                        [(0, *refs["a"]), (1, *refs["b"]), (2, *refs["d"]), (c_slot, *refs.get("c", refs["d"]))],
+                        scalar_slots, tmaps)
         return step, spec, cfg, variant
 
 
@@ -319,16 +332,13 @@ def _split_operands(b: _Builder, prob: Problem, refs: dict, which_ops=("a", "b")
     return prob
 
 
-def build(choice: Choice, prob: Problem, refs: dict, dev: int, *, capturing: bool = False,
-          c_copy: tuple | None = None) -> Plan:
+def build(choice: Choice, prob: Problem, refs: dict, dev: int, *, capturing: bool = False) -> Plan:
     """Turn a choice for the kernel-level problem ``prob`` into a plan. ``refs`` maps the problem's
-    operands "a", "b" and "d" to (source, byte offset); ``prob``'s pointers are those of the
+    operands "a", "b", "d" and (a separate addend, ``prob.separate_c``) "c" to (source, byte offset); ``prob``'s pointers are those of the
     building call (they decide nothing that the signature does not fix: alignment only)."""
     b = _Builder(dev, capturing)
     spec, cfg = choice.spec, choice.config
     refs = dict(refs)
-    if c_copy is not None:  # (rows, cols, batch, c strides, out strides): c into out first
-        b.copy("c into out", ("c", 0), ("out", 0), *c_copy)
 
     # Tensor-core stages read both operands K-major (TF32 wgmma cannot transpose); s13 reads them
     # split into hi and lo parts.
@@ -351,19 +361,26 @@ def build(choice: Choice, prob: Problem, refs: dict, dev: int, *, capturing: boo
             prob = _copy_operand(b, label, prob, c, refs)
 
     k_split, splits = k_slices(prob.K, choice.split_k)
-    if splits > 1:
+    sliced = replace(prob, splits=splits, k_split=k_split)  # d_ss = 0: the slices share D
+    run_spec, run_cfg = spec.fallback(cfg, sliced) or (spec, cfg)
+    in_cluster = (splits > 1 and choice.cluster_reduce is not False and
+                  run_spec.cluster_slices(run_cfg, splits, forced=bool(choice.cluster_reduce)))
+    if in_cluster:  # one kernel: the slices of a tile add their partials in a cluster
+        main, spec_run, cfg_run, variant = b.gemm(spec, cfg, sliced, refs, scalars=True)
+    elif splits > 1:
         ws_ld = round4(prob.N)
         ws_ss = round4(prob.M * ws_ld)
         ws_bs = ws_ss * splits
         off = b.ws_region(ws_bs * prob.batch)
         part = replace(prob, splits=splits, k_split=k_split, d_ss=ws_ss, ldd=ws_ld, d_bs=ws_bs if prob.batch > 1 else 0,
-                       d_ptr=0, alpha=1.0, beta=0.0)
-        main, spec_run, cfg_run, variant = b.gemm(spec, cfg, part, {**refs, "d": ("ws", off)}, scalars=False)
-        b.reduce(("ws", off), refs["d"], prob.M, prob.N, splits, ws_ld, ws_ss, ws_bs, prob.ldd, 1,
-                 prob.d_bs, prob.batch)
+                       d_ptr=0, alpha=1.0, beta=0.0, c_rs=None, c_cs=None, c_bs=None)
+        main, spec_run, cfg_run, variant = b.gemm(spec, cfg, part, {**refs, "d": ("ws", off), "c": ("ws", off)},
+                                                  scalars=False)
+        b.reduce(("ws", off), refs["d"], refs.get("c", refs["d"]), prob.M, prob.N, splits, ws_ld, ws_ss, ws_bs,
+                 prob.ldd, 1, prob.d_bs, prob.batch, prob.c_strides())
     else:
         main, spec_run, cfg_run, variant = b.gemm(spec, cfg, prob, refs, scalars=True)
-    ran = Choice(spec_run, cfg_run, splits, choice.repack, choice.source, choice.a_transpose)
+    ran = Choice(spec_run, cfg_run, splits, choice.repack, choice.source, choice.a_transpose, in_cluster)
     summary = (f"gemmlab: {prob.M}x{prob.N}x{prob.K} batch {prob.batch} -> {spec_run.id} {cfg_run} {variant} "
                f"split_k {splits} ({choice.source}); " + ", ".join(f"kernel {s.ck.name}" for s in b.steps) +
                f"; grid {main.grid}")

@@ -1,11 +1,13 @@
 """The problem and its operand views: the one owner of layout.
 
 A :class:`Problem` is one GEMM as the kernels see it, ``D (M x N, row-major, ld ldd) = alpha A B
-+ beta D``, with A (M x K) and B (K x N) given by element strides. Everything that reads
++ beta C``, with A (M x K), B (K x N) and C (D itself, or the caller's separate c) given by
+element strides. Everything that reads
 layout off those strides lives here, once:
 
 - how a call becomes a problem (:meth:`Problem.of_call`): a column-major ``out`` is computed as
-  ``out^T = b^T a^T`` (the kernels write row-major D only), ``alpha == 0`` becomes K = 0;
+  ``out^T = b^T a^T`` (the kernels write row-major D only; a separate c is transposed with it),
+  ``alpha == 0`` becomes K = 0;
 - an operand's *view* (:class:`Operand`, ``problem.operand("a")``): its majorness (which
   dimension has the unit stride, one rule for degenerate strides too), leading dimension,
   whether 16-byte vectors / TMA can read it as it is, whether it can be read as K-major rows;
@@ -252,7 +254,7 @@ class Operand:
 
 @dataclass(frozen=True)
 class Problem:
-    """One GEMM as the kernel sees it: D (M x N, row-major, ld ``ldd``) = alpha A B + beta D.
+    """One GEMM as the kernel sees it: D (M x N, row-major, ld ``ldd``) = alpha A B + beta C.
 
     Strides are in elements. ``a_rs``/``a_cs`` are A's row and column strides (A[m, k] at
     m*a_rs + k*a_cs); likewise B (K x N). Pointers are device addresses (0 when unknown, e.g.
@@ -281,6 +283,21 @@ class Problem:
     splits: int = 1
     k_split: int = 0
     d_ss: int = 0
+    # The addend C (C[m, n] at m*c_rs + n*c_cs, batch b at b*c_bs): None when it is D itself (c
+    # is the output, or absent); a separate c is read where it lies (a stride-0 bias broadcast too).
+    c_rs: int | None = None
+    c_cs: int | None = None
+    c_bs: int | None = None
+
+    @property
+    def separate_c(self) -> bool:
+        return self.c_rs is not None
+
+    def c_strides(self) -> tuple[int, int, int]:
+        """(row, column, batch) element strides of the addend the epilogue reads."""
+        if self.c_rs is None:
+            return self.ldd, 1, self.d_bs
+        return self.c_rs, self.c_cs, self.c_bs
 
     @staticmethod
     def dense(M, N, K, layout="nn", batch=1, **kw) -> "Problem":
@@ -291,12 +308,14 @@ class Problem:
 
     @staticmethod
     def of_call(M, N, K, batch, a_ptr, a_strides, a_batch, b_ptr, b_strides, b_batch, d_ptr, d_strides,
-                alpha=1.0, beta=0.0) -> tuple["Problem", bool]:
+                alpha=1.0, beta=0.0, c_strides=None) -> tuple["Problem", bool]:
         """(the kernel-level problem, swapped) of a call ``out = alpha a b + beta c``: ``*_strides``
         are (batch, row, column) element strides, ``a_batch``/``b_batch`` the operands' batch
         counts (1: broadcast). A column-major ``out`` is computed as ``out^T = b^T a^T``, which is
         row-major (``swapped``: the problem's A is the call's b and its B the call's a, M and N
-        exchanged). alpha == 0 is sent as K = 0 (D = beta D). ``beta``: 0 when there is no c."""
+        exchanged). alpha == 0 is sent as K = 0 (D = beta C). ``beta``: 0 when there is no c.
+        ``c_strides``: (batch, row, column) strides of a c that is not the output (None: c is
+        the output or absent); it is transposed with the output."""
         a_bs = a_strides[0] if a_batch > 1 else 0
         b_bs = b_strides[0] if b_batch > 1 else 0
         swapped = matrix_layout((M, N), d_strides[1:]) != "row"
@@ -309,9 +328,13 @@ class Problem:
             a_bs, b_bs = b_bs, a_bs
         if m == 1:
             ldd = round4(n)  # one row: the leading dimension is never used; keep it aligned
+        c = {}
+        if c_strides is not None:
+            c_rs, c_cs = (c_strides[1], c_strides[2]) if not swapped else (c_strides[2], c_strides[1])
+            c = dict(c_rs=c_rs, c_cs=c_cs, c_bs=c_strides[0] if batch > 1 else 0)
         prob = Problem(M=m, N=n, K=K if alpha != 0.0 else 0, a_rs=a_rs, a_cs=a_cs, b_rs=b_rs, b_cs=b_cs,
                        ldd=ldd, batch=batch, a_bs=a_bs, b_bs=b_bs, d_bs=d_strides[0] if batch > 1 else 0,
-                       a_ptr=pa, b_ptr=pb, d_ptr=d_ptr, alpha=alpha, beta=beta)
+                       a_ptr=pa, b_ptr=pb, d_ptr=d_ptr, alpha=alpha, beta=beta, **c)
         return prob, swapped
 
     # -- operand views --------------------------------------------------------------------------

@@ -78,6 +78,61 @@ def test_in_place_and_column_major_out(stage):
     assert compare(out, ref, K, stage).correct
 
 
+def _addends(torch, B, M, N):
+    """c forms the epilogue reads where they lie (no copy): (name, c) with c broadcastable to
+    (B, M, N) when B, else (M, N)."""
+    lead = (B,) if B else ()
+    bias = torch.rand(N, device="cuda") - 0.5
+    col = torch.rand(M, 1, device="cuda") - 0.5
+    flat = torch.rand(1 + B * M * N if B else 1 + M * N, device="cuda") - 0.5
+    wide = torch.rand(*lead, M, N + 5, device="cuda") - 0.5
+    return [
+        ("bias row (stride 0, 1)", bias.expand(*lead, M, N)),
+        ("bias column (stride 1, 0)", col.expand(*lead, M, N)),
+        ("column-major", (torch.rand(*lead, N, M, device="cuda") - 0.5).transpose(-1, -2)),
+        ("4-byte aligned", flat[1:].view(*lead, M, N)),
+        ("leading dimension N + 5", wide[..., :N]),
+        ("scalar (stride 0, 0)", torch.tensor(0.25, device="cuda").expand(*lead, M, N)),
+    ]
+
+
+@pytest.mark.parametrize("stage", STAGE_IDS)
+@pytest.mark.parametrize("split", [1, 3])
+def test_addend_read_where_it_lies(stage, split):
+    """A separate c of any layout (a broadcast bias, a column vector, column-major, misaligned,
+    padded rows), with a row- and a column-major out, split-K or not, batched with c broadcast
+    over the batch: the epilogue reads c in place, and out = alpha a b + beta c."""
+    import gemmlab
+
+    torch = torch_mod()
+    if split > 1 and stage == "auto":
+        pytest.skip("auto chooses its own split")
+    cfg = {"split_k": split} if split > 1 else None
+    M, N, K = 97, 70, 260
+    a = torch.rand(M, K, device="cuda") - 0.5
+    b = torch.rand(K, N, device="cuda") - 0.5
+    for name, c in _addends(torch, 0, M, N):
+        ref = reference(a, b, c, ALPHA, BETA)
+        for out in (torch.full((M, N), float("nan"), device="cuda"),
+                    torch.full((N, M), float("nan"), device="cuda").t()):
+            gemmlab.gemm(a, b, c, alpha=ALPHA, beta=BETA, out=out, stage=stage, config=cfg)
+            torch.cuda.synchronize()
+            r = compare(out, ref, K, stage)
+            assert r.correct, (name, out.stride(), r)
+        plan, _ = gemmlab.api.prepare(a, b, c, alpha=ALPHA, beta=BETA, out=out, stage=stage, config=cfg)
+        assert "gemmlab_copy" not in plan.kernels, (name, plan.kernels)  # no pass over c first
+    B = 3
+    a3 = torch.rand(B, M, K, device="cuda") - 0.5
+    b3 = torch.rand(B, K, N, device="cuda") - 0.5
+    for name, c in _addends(torch, B, M, N) + [("batch broadcast", (torch.rand(M, N, device="cuda") - 0.5).expand(B, M, N))]:
+        out = torch.full((B, M, N), float("nan"), device="cuda")
+        gemmlab.gemm_batched(a3, b3, c, alpha=ALPHA, beta=BETA, out=out, stage=stage, config=cfg)
+        torch.cuda.synchronize()
+        ref = ALPHA * (a3.double() @ b3.double()) + BETA * c.double()
+        r = compare(out, ref, K, stage)
+        assert r.correct, (name, "batched", r)
+
+
 @pytest.mark.parametrize("stage", STAGE_IDS)
 def test_strided_and_misaligned_views(stage):
     import gemmlab

@@ -37,6 +37,26 @@ def test_repack_rule():
     assert strided.operand("a").needs_repack(False)  # no unit stride: always copied for float4 stages
 
 
+def test_separate_c_is_read_in_place_and_transposed_with_the_output():
+    """A c that is not the output is no copy step: the problem carries its strides (swapped when
+    the output is column-major), and the kernel wrapper and the reduce take them."""
+    from gemmlab.jit.source import generate
+    from gemmlab.problem import Problem as P
+
+    common = dict(M=5, N=7, K=3, batch=2, a_ptr=0, a_strides=(15, 3, 1), a_batch=2, b_ptr=0,
+                  b_strides=(21, 7, 1), b_batch=2, d_ptr=0)
+    row, swapped = P.of_call(**common, d_strides=(35, 7, 1), beta=1.0, c_strides=(0, 0, 1))
+    assert not swapped and row.separate_c and row.c_strides() == (0, 1, 0)  # a bias, broadcast over the batch
+    col, swapped = P.of_call(**common, d_strides=(35, 1, 5), beta=1.0, c_strides=(35, 0, 1))
+    assert swapped and col.c_strides() == (1, 0, 35)  # out^T = b^T a^T reads c^T
+    own, _ = P.of_call(**common, d_strides=(35, 7, 1), beta=1.0)
+    assert not own.separate_c and own.c_strides() == (own.ldd, 1, own.d_bs)
+    spec = get("s11")
+    cfg = spec.config(None)
+    _, src = generate(spec, cfg, spec.variants(cfg)[0])
+    assert "const float* C, int64 c_rs, int64 c_cs, int64 c_bs" in src and "C + b * c_bs, c_rs, c_cs" in src
+
+
 def test_reduce_kernel_compiles_vectorized():
     from gemmlab.analysis import sass
     from gemmlab.jit import compile_cubin
@@ -101,6 +121,50 @@ def test_split_k_problem_grid_and_wrapper():
     assert any("whole K tiles" in m for m in tma_problems(cfg, bad))
 
 
+def test_split_k_in_a_cluster_kernel_and_rule():
+    """Slices that share D (d_ss = 0) make s11's cluster variant: __cluster_dims__ over the
+    slices, two cluster barriers, loads from the other CTAs' shared memory, no spill in the main
+    loop; the spec's rule (2..8 slices, the partial tile fits in the stage buffers) is the
+    kernel's static_assert, by default 2 slices only, and the model charges those no reduce kernel."""
+    from gemmlab.analysis import sass
+    from gemmlab.errors import GemmlabError
+    from gemmlab.jit.source import generate
+    from gemmlab.plan import kernel_for
+
+    spec = get("s11")
+    cfg = spec.default_config
+    shared = Problem.dense(1024, 1024, 4096, splits=4, k_split=1024)
+    v = spec.variant(cfg, shared)
+    assert v["cluster_k"] == 4
+    assert "cluster_k" not in spec.variant(cfg, Problem.dense(1024, 1024, 4096, splits=4, k_split=1024, d_ss=1 << 20))
+    name, src = generate(spec, cfg, v)
+    assert name.endswith("_ck4") and "__cluster_dims__(1, 4, 1) __launch_bounds__" in src
+    for variant in (v, {**v, "a_k_major": 0}, {**v, "b_n_major": 0}):
+        ck = kernel_for(spec, cfg, variant, "sm_90")
+        insns = sass.instructions(ck.cubin)
+        ops = sass.opcodes(insns)
+        assert ops.get("UCGABAR_ARV", 0) >= 2 and ops.get("UCGABAR_WAIT", 0) >= 2, ops
+        assert sass.resources(ck.cubin)["local_bytes"] == 0
+        loop = sass.main_loop(insns)
+        assert loop and not any(i.op.startswith(("LDL", "STL")) for i in loop), ck.name
+    assert spec.cluster_slices(cfg, 2) and not spec.cluster_slices(cfg, 4)  # the default: 2 slices
+    assert spec.cluster_slices(cfg, 8, forced=True) and spec.cluster_slices(cfg, 3, forced=True)
+    assert not spec.cluster_slices(cfg, 1, forced=True) and not spec.cluster_slices(cfg, 9, forced=True)
+    tight = spec.config({"block_m": 128, "block_n": 128, "warp_m": 32, "warp_n": 64, "block_k": 8, "stages": 2})
+    assert not spec.cluster_slices(tight, 2, forced=True)  # 2 stages of 8 k: the 128 x 136 partial does not fit
+    with pytest.raises(GemmlabError, match="cluster_k"):
+        kernel_for(spec, tight, {"a_k_major": 1, "b_n_major": 1, "cluster_k": 4}, "sm_90")
+    # the model: no reduce kernel, no workspace traffic for a cluster split
+    cand = next(c for c in space.SM90 if c.stage == "s11" and c.tile() == (128, 256))
+    gpu = model.Gpu()
+    assert model.in_cluster(cand, 4096, 512, 2) and not model.in_cluster(cand, 4096, 512, 4)
+    assert not model.in_cluster(cand, 100, 512, 2)  # a tile larger than the problem: s10, a workspace
+    two = model.predict(cand, 4096, 512, 2048, 1, 2, gpu)
+    one = model.predict(cand, 4096, 512, 2048, 1, 1, gpu)
+    ws = one.seconds / 2 + model.LAUNCH_S  # at least the halved blocks plus the reduce launch
+    assert two.seconds < ws
+
+
 def test_heuristic_uses_the_machine():
     gpu = model.Gpu()
     big = model.best(8192, 8192, 8192, 1, gpu)
@@ -146,6 +210,65 @@ def test_gpu_split_k(stage, cfg, layout, M, N, K, split):
 
     r = _check(gemmlab.gemm, M, N, K, layout, stage=stage, config={**cfg, "split_k": split})
     assert r.correct, r
+
+
+CLUSTER_TILES = [{}, {"block_m": 256, "block_n": 128, "warp_m": 64, "warp_n": 64, "k_unroll": 4},
+                 {"block_m": 128, "block_n": 128, "warp_m": 32, "warp_n": 64, "min_blocks": 2, "stages": 3},
+                 {"block_m": 64, "block_n": 256, "warp_m": 32, "warp_n": 64}]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("cfg", CLUSTER_TILES, ids=["default", "256x128", "128x128", "64x256"])
+@pytest.mark.parametrize("M,N,K,split", [(300, 520, 2000, 2), (257, 390, 1000, 3), (513, 257, 4100, 8),
+                                         (256, 256, 96, 3), (260, 300, 777, 5)])
+def test_gpu_split_k_in_a_cluster(layout, cfg, M, N, K, split):
+    """s11 adds 2..8 slices in a cluster (no workspace, no reduce kernel; forced past the default
+    of 2): right on edges in M, N and K, every layout, the same bits twice, and the same result as
+    the workspace path."""
+    import torch
+
+    import gemmlab
+    from gemmlab import check
+
+    config = {**cfg, "split_k": split, "cluster_reduce": 1}
+    r = _check(gemmlab.gemm, M, N, K, layout, stage="s11", config=config)
+    assert r.correct, r
+    a, b, c = check.random_operands(M, N, K, layout)
+    out = torch.empty(M, N, device="cuda")
+    plan, fn = gemmlab.api.prepare(a, b, c, alpha=0.5, beta=2.0, out=out, stage="s11", config=config)
+    if plan.choice.spec.id == "s11":  # (a tile larger than the problem goes to s10: a workspace)
+        assert plan.choice.cluster_reduce and "gemmlab_splitk_reduce" not in plan.kernels, plan.kernels
+    fn()
+    first = out.clone()
+    fn()
+    torch.cuda.synchronize()
+    assert torch.equal(out, first)
+    ws = gemmlab.gemm(a, b, c, alpha=0.5, beta=2.0, stage="s11", config={**config, "cluster_reduce": 0})
+    torch.cuda.synchronize()
+    assert check.compare(out, ws.double(), K).correct
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("split", [2, 4])
+def test_gpu_split_k_in_a_cluster_batched_with_c_and_column_major_out(split):
+    import torch
+
+    import gemmlab
+    from gemmlab import check
+
+    B, M, N, K = 3, 300, 270, 1500
+    r = _check(gemmlab.gemm_batched, M, N, K, "tn", batch=B, stage="s11", config={"split_k": split, "cluster_reduce": 1})
+    assert r.correct, r
+    a = torch.rand(B, M, K, device="cuda") - 0.5
+    b = torch.rand(B, K, N, device="cuda") - 0.5
+    bias = (torch.rand(N, device="cuda") - 0.5).expand(B, M, N)
+    out = torch.full((B, N, M), float("nan"), device="cuda").transpose(1, 2)
+    gemmlab.gemm_batched(a, b, bias, alpha=0.5, beta=2.0, out=out, stage="s11",
+                         config={"split_k": split, "cluster_reduce": 1})
+    torch.cuda.synchronize()
+    ref = 0.5 * (a.double() @ b.double()) + 2.0 * bias.double()
+    assert check.compare(out, ref, K).correct
 
 
 @pytest.mark.gpu

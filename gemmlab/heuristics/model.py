@@ -6,7 +6,9 @@ waves (the tail effect: a last wave that is 10% full costs a whole wave). Each b
 2·BM·BN·ceil(K/S) FLOP at ``efficiency`` × the SM's FFMA peak shared by the bps blocks, plus a
 fixed cost per block (prologue, pipeline fill, epilogue); an SM holding fewer blocks than it could
 runs each faster but with fewer warps to hide latency (square root of the occupancy). Split-K then adds its reduce kernel:
-it reads S partial products and writes D once, at memory bandwidth, plus a launch. The
+it reads S partial products and writes D once, at memory bandwidth, plus a launch; or, where
+the slices of a tile are added in a thread block cluster (s11, 2 slices), a small cost per wave
+instead (``in_cluster``). The
 prediction picks the tile and S with the least time; ties go to fewer slices (less memory).
 
 This is what ``stage="auto"`` does on a GPU or shape that ``gemmlab tune`` has not measured
@@ -25,6 +27,7 @@ from . import space
 FFMA_PER_SM_CYCLE = 128    # FP32 lanes per SM (sm_70 and later)
 BLOCK_OVERHEAD_S = 2.0e-6  # prologue + pipeline fill + epilogue of one block
 LAUNCH_S = 2.5e-6          # one more kernel in the stream (the split-K reduce)
+CLUSTER_REDUCE_S = 0.5e-6  # per wave: a block writes its partial tile, reads a band of both (DSMEM)
 MIN_K_SLICE = 128          # a slice shorter than this is all overhead
 
 
@@ -52,7 +55,9 @@ class Prediction:
         return 2.0 * M * N * K * batch / self.seconds / 1e12
 
 
-def predict(cand: space.Candidate, M: int, N: int, K: int, batch: int, split_k: int, gpu: Gpu) -> Prediction:
+def predict(cand: space.Candidate, M: int, N: int, K: int, batch: int, split_k: int, gpu: Gpu, *,
+            cluster: bool = True) -> Prediction:
+    """``cluster=False``: as if every split wrote a workspace (the plans before split-K in a cluster)."""
     bm, bn = cand.tile()
     bps = cand.blocks_per_sm()
     k_len, s = k_slices(K, split_k)
@@ -67,9 +72,18 @@ def predict(cand: space.Candidate, M: int, N: int, K: int, batch: int, split_k: 
     sm_rate = eff * gpu.sm_flops * math.sqrt(resident / bps)
     per_block = 2.0 * bm * bn * max(k_len, 1) / (sm_rate / resident) + BLOCK_OVERHEAD_S
     seconds = math.ceil(waves) * per_block
-    if s > 1:
+    if s > 1 and cluster and in_cluster(cand, M, N, s):
+        seconds += math.ceil(waves) * CLUSTER_REDUCE_S
+    elif s > 1:
         seconds += LAUNCH_S + 4.0 * M * N * batch * (s + 2) / gpu.bandwidth
     return Prediction(cand, s, seconds, blocks, waves)
+
+
+def in_cluster(cand: space.Candidate, M: int, N: int, splits: int) -> bool:
+    """The plan adds the slices in a thread block cluster (s11 with 2 slices by default, the tile
+    no larger than the problem: else s11 hands it to s10, which writes a workspace). H200: the
+    workspace path's whole modelled cost (4096x512x2048: 12.7 us) is what the cluster saves."""
+    return fits(cand, M, N) and cand.spec().cluster_slices(cand.config(), splits)
 
 
 # A tile larger than the problem along M or N: s11's TMA boxes cannot be larger than the tensor,
@@ -94,7 +108,7 @@ def rank(M: int, N: int, K: int, batch: int = 1, gpu: Gpu | None = None, *, allo
     out = []
     for cand in candidates if candidates is not None else space.candidates(gpu.cc):
         seen = set()
-        for split in space.SPLITS if allow_split else (1,):
+        for split in split_counts(cand, M, N, batch, gpu) if allow_split else (1,):
             if split > 1 and -(-K // split) < MIN_K_SLICE:
                 break
             p = predict(cand, M, N, K, batch, split, gpu)
@@ -104,6 +118,20 @@ def rank(M: int, N: int, K: int, batch: int = 1, gpu: Gpu | None = None, *, allo
             out.append(p)
     out.sort(key=lambda p: (p.seconds, p.split_k))
     return out
+
+
+WAVE_FITS = 4  # wave counts whose slice count split_counts adds
+
+
+def split_counts(cand: space.Candidate, M: int, N: int, batch: int, gpu: Gpu) -> list[int]:
+    """The slice counts worth predicting for a tile, ascending: space.SPLITS, and the counts that
+    fill 1..WAVE_FITS waves (the most slices whose T*S blocks still fit in w waves of SMs x
+    blocks per SM: 24 tiles of 128x256 on 132 SMs: 5, 11, 16, 22, where SPLITS has 4, 6, 12, 16)."""
+    bm, bn = cand.tile()
+    tiles = math.ceil(M / bm) * math.ceil(N / bn) * batch
+    capacity = gpu.sms * cand.blocks_per_sm()
+    fill = {w * capacity // tiles for w in range(1, WAVE_FITS + 1)}
+    return sorted(set(space.SPLITS) | {s for s in fill if 2 <= s <= space.SPLITS[-1]})
 
 
 def best(M, N, K, batch=1, gpu=None, *, allow_split=True) -> Prediction:

@@ -1,6 +1,6 @@
 // gemmlab/kernels/common.cuh — what every stage shares.
 //
-// Every stage computes D = alpha * A * B + beta * D for one output tile. The host side
+// Every stage computes D = alpha * A * B + beta * C for one output tile. The host side
 // (gemmlab/jit/source.py) generates one extern "C" kernel per instantiation that
 //   1. builds a GemmArgs from flat kernel parameters (flat, so the launch ABI is the same for
 //      every stage),
@@ -14,9 +14,12 @@
 //   A is M x K with element strides (a_row_stride, a_col_stride): A[m][k] = A[m*a_rs + k*a_cs].
 //   B is K x N with element strides (b_row_stride, b_col_stride).
 //   D is M x N row-major with leading dimension ldd (the host turns a column-major output into
-//   the transposed problem D^T = B^T A^T). C is always read from D itself: when the caller passes
-//   a separate c the host copies it into the output first, so there is one epilogue rule.
-//   beta == 0 never reads D (so NaN there cannot leak); alpha == 0 is sent as K = 0.
+//   the transposed problem D^T = B^T A^T). C, the addend, has any strides (c_row_stride,
+//   c_col_stride): C[m][n] = C[m*c_rs + n*c_cs], so a caller's separate c (a stride-0 bias
+//   broadcast, a transposed c) is read where it lies, in the epilogue, never copied first (kernels
+//   built with GEMMLAB_SEPARATE_C; the others read C from D: c is the output, or absent). One epilogue rule:
+//   D = alpha * acc + beta * C, and beta == 0 never reads C (so NaN there cannot leak); alpha == 0
+//   is sent as K = 0.
 //   All offsets are 64-bit: sizes past 2^31 elements work.
 #pragma once
 
@@ -34,22 +37,72 @@ struct GemmArgs {
     int64 ldd;
     float alpha, beta;
     int64 k_begin;  // split-K: the k of A's column 0 / B's row 0 in the whole problem (TMA coordinates)
+    const float* C;  // the addend (D itself when c is the output or absent); read only when beta != 0
+    int64 c_row_stride, c_col_stride;
 };
 
-// The epilogue for one element: beta == 0 never reads the old value.
-__device__ __forceinline__ void store_output(const GemmArgs& args, int64 row, int64 col, float acc) {
+// Where the epilogue reads the addend. GEMMLAB_SEPARATE_C (set by the generated source,
+// jit/source.py) is 1 only for kernels built for a c that is not the output: C[row][col] at
+// base + row*rs + col*cs. Otherwise C is D and the epilogue reads the element it then writes,
+// exactly as a kernel without a c would (the same SASS). An epilogue takes the view once
+// (c_view): with a separate C its base and strides pass through an opaque move there, so the
+// compiler cannot work out C's row addresses before the main loop and keep them live (spilled)
+// through it.
+#ifndef GEMMLAB_SEPARATE_C
+#define GEMMLAB_SEPARATE_C 0
+#endif
+struct CView {
+    static constexpr bool SEPARATE = GEMMLAB_SEPARATE_C != 0;
+    const float* base;
+    int64 rs, cs;
+    // The addend for output element dst = D[row][col].
+    __device__ __forceinline__ const float* src(const float* dst, int64 row, int64 col) const {
+        if constexpr (SEPARATE) return base + row * rs + col * cs;
+        else return dst;
+    }
+    // Two / four consecutive columns from src: one 8- / 16-byte load where C's columns are
+    // unit-stride and src is aligned for it (a bias broadcast), else scalar loads; C = D: the
+    // caller checked D's alignment.
+    __device__ __forceinline__ float2 load2(const float* p) const {
+        if (!SEPARATE || (cs == 1 && (reinterpret_cast<unsigned long long>(p) & 7) == 0))
+            return *reinterpret_cast<const float2*>(p);
+        return make_float2(p[0], p[cs]);
+    }
+    __device__ __forceinline__ float4 load4(const float* p) const {
+        if (!SEPARATE || (cs == 1 && (reinterpret_cast<unsigned long long>(p) & 15) == 0))
+            return *reinterpret_cast<const float4*>(p);
+        return make_float4(p[0], p[cs], p[2 * cs], p[3 * cs]);
+    }
+};
+__device__ __forceinline__ CView c_view(const GemmArgs& args) {
+    CView v{nullptr, 0, 0};
+    if constexpr (CView::SEPARATE) {
+        asm volatile("mov.b64 %0, %1;" : "=l"(v.base) : "l"(args.C));
+        asm volatile("mov.b64 %0, %1;" : "=l"(v.rs) : "l"(args.c_row_stride));
+        asm volatile("mov.b64 %0, %1;" : "=l"(v.cs) : "l"(args.c_col_stride));
+    }
+    return v;
+}
+
+// The epilogue for one element: beta == 0 never reads C (c: the epilogue's c_view(args)).
+__device__ __forceinline__ void store_output(const GemmArgs& args, const CView& c, int64 row, int64 col, float acc) {
     float* dst = args.D + row * args.ldd + col;
-    *dst = (args.beta == 0.0f) ? args.alpha * acc : args.alpha * acc + args.beta * (*dst);
+    *dst = (args.beta == 0.0f) ? args.alpha * acc : args.alpha * acc + args.beta * *c.src(dst, row, col);
+}
+__device__ __forceinline__ void store_output(const GemmArgs& args, int64 row, int64 col, float acc) {
+    const CView c{args.C, args.c_row_stride, args.c_col_stride};  // plain: the one-element epilogues' loops
+    store_output(args, c, row, col, acc);
 }
 
 // Epilogue for four consecutive columns, 16-byte aligned (the caller checked alignment of D and ldd).
-__device__ __forceinline__ void store_output4(const GemmArgs& args, int64 row, int64 col, float4 acc) {
+__device__ __forceinline__ void store_output4(const GemmArgs& args, const CView& c, int64 row, int64 col,
+                                              float4 acc) {
     float4* dst = reinterpret_cast<float4*>(args.D + row * args.ldd + col);
     float4 out;
     if (args.beta == 0.0f) {
         out = make_float4(args.alpha * acc.x, args.alpha * acc.y, args.alpha * acc.z, args.alpha * acc.w);
     } else {
-        float4 old = *dst;
+        const float4 old = c.load4(c.src(reinterpret_cast<const float*>(dst), row, col));
         out = make_float4(args.alpha * acc.x + args.beta * old.x, args.alpha * acc.y + args.beta * old.y,
                           args.alpha * acc.z + args.beta * old.z, args.alpha * acc.w + args.beta * old.w);
     }

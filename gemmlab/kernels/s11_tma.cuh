@@ -17,17 +17,21 @@
 // `const __grid_constant__` parameters. They are 3-D (inner, outer, batch); batch_mask bit 0/1
 // says whether A/B have a batch dimension (else every batch reads batch 0: broadcast).
 // The batch index is blockIdx.z: the host sends problems with more than 65535 batches to s10.
+// CLUSTER_K > 1 (split-K in a cluster): the gridDim.y = CLUSTER_K slices of K of a tile are one
+// cluster and add their partials through distributed shared memory (epilogue/cluster_reduce.cuh)
+// instead of writing them to a workspace for the reduce kernel.
 #pragma once
 #include "common.cuh"
 #include "ptx/mbarrier.cuh"
 #include "ptx/sync.cuh"
 #include "ptx/tma.cuh"
 #include "mma/warp_tile.cuh"
+#include "epilogue/cluster_reduce.cuh"
 
 namespace gemmlab {
 
 template <int BLOCK_M_, int BLOCK_N_, int BLOCK_K_, int WARP_M_, int WARP_N_, int K_UNROLL_, bool A_SWIZZLE_,
-          int STAGES_, bool PRODUCER_WARP_, bool CONSUMER_SYNC_, bool A_K_MAJOR_, bool B_N_MAJOR_>
+          int STAGES_, bool PRODUCER_WARP_, bool CONSUMER_SYNC_, bool A_K_MAJOR_, bool B_N_MAJOR_, int CLUSTER_K_ = 1>
 struct S11Tma {
     using Core = WarpTileCore<BLOCK_M_, BLOCK_N_, BLOCK_K_, WARP_M_, WARP_N_, K_UNROLL_, A_SWIZZLE_, A_K_MAJOR_,
                               B_N_MAJOR_>;
@@ -76,6 +80,12 @@ struct S11Tma {
     static_assert(TX_BYTES < (1u << 20), "an mbarrier phase counts at most 2^20-1 transaction bytes");
     // 1024 bytes of slack to align the dynamic buffer, the stages, then 2*STAGES mbarriers.
     static constexpr int SMEM_BYTES = 1024 + STAGES * (A_STAGE_BYTES + B_STAGE_BYTES) + 2 * STAGES * 8;
+    // Split-K in a cluster: the partial tile reuses the stage buffers.
+    static constexpr int CLUSTER_K = CLUSTER_K_;
+    using Reduce = ClusterReduce<BLOCK_M, BLOCK_N, CLUSTER_K < 2 ? 2 : CLUSTER_K, CONSUMERS>;
+    static_assert(CLUSTER_K == 1 || (CLUSTER_K >= 2 && CLUSTER_K <= 8), "cluster_k: 1 (none) or 2..8 slices");
+    static_assert(CLUSTER_K == 1 || Reduce::BYTES <= STAGES * (A_STAGE_BYTES + B_STAGE_BYTES),
+                  "cluster_k: the partial tile must fit in the stage buffers");
 
     static __device__ __forceinline__ void run(const GemmArgs& args, int64 row0, int64 col0, unsigned char* smem,
                                                const async::TmaDescriptor& a_map, const async::TmaDescriptor& b_map,
@@ -151,6 +161,11 @@ struct S11Tma {
                     }
                 }
                 __syncwarp();
+                // The consumers' two cluster barriers (cluster_k): every thread of the cluster meets there.
+                if constexpr (CLUSTER_K > 1) {
+                    async::cluster_sync();
+                    async::cluster_sync();
+                }
                 // Back to the launch count (the wrapper's code after run() is compiled for it); the
                 // warpgroup must meet between two setmaxnreg. The increase waits until the consumers
                 // have released theirs.
@@ -203,7 +218,15 @@ struct S11Tma {
                 phase ^= 1u;
             }
         }
-        core.store(args, row0, col0, acc);
+        if constexpr (CLUSTER_K > 1) {
+            async::named_barrier_sync(1, CONSUMERS);  // every consumer warp has read its last stage
+            Reduce::write_partial(core, acc, const_cast<float*>(a_tiles));  // from the first stage buffer on
+            async::cluster_sync();  // every slice's partial is written
+            Reduce::reduce_store(args, row0, col0, a_stages, static_cast<int>(threadIdx.x));
+            async::cluster_sync();  // no CTA moves on while another still reads its partial
+        } else {
+            core.store(args, row0, col0, acc);
+        }
         if constexpr (REBALANCE) {
             async::named_barrier_sync(1, CONSUMERS);
             async::setmaxnreg_dec<LAUNCH_REGS>();

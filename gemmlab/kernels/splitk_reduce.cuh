@@ -5,8 +5,9 @@
 // alpha = 1, beta = 0 into a workspace: ws[b][s][m][n] at ws + b*ws_bs + s*ws_ss + m*ws_ld + n
 // (ws_ld, ws_ss, ws_bs multiples of 4, ws 16-byte aligned: the host allocates it so).
 // This kernel adds the slices in a fixed order (deterministic: the same bits on every run) and
-// applies the epilogue once: D = alpha * sum + beta * D, where beta == 0 never reads D. D has any
-// strides (d_rs, d_cs), so a transposed output costs nothing extra.
+// applies the epilogue once: D = alpha * sum + beta * C, where beta == 0 never reads C. D and C
+// have any strides (d_rs, d_cs; c_rs, c_cs), so a transposed output or a broadcast c costs nothing
+// extra.
 // A group of LANES threads (a power of two up to 32, lane-aligned in the warp) owns 4 consecutive
 // columns of one row: lane j adds slices j, j + LANES, j + 2 LANES, ... with float4 reads, then the
 // group adds its lanes' sums by a butterfly (xor 1, 2, ...), so few outputs with many slices
@@ -19,7 +20,7 @@
 extern "C" __global__ void __launch_bounds__(256) gemmlab_splitk_reduce(
     const float* __restrict__ ws, float* __restrict__ D, int64 M, int64 N, int64 splits, int64 ws_ld,
     int64 ws_ss, int64 ws_bs, int64 d_rs, int64 d_cs, int64 d_bs, int64 batch, float alpha, float beta,
-    int lanes) {
+    int lanes, const float* C, int64 c_rs, int64 c_cs, int64 c_bs) {
     const int64 groups_n = (N + 3) / 4;
     const int64 per_batch = M * groups_n;
     const int64 total = per_batch * batch;
@@ -56,11 +57,14 @@ extern "C" __global__ void __launch_bounds__(256) gemmlab_splitk_reduce(
         if (!active || lane != 0) continue;
         const float acc[4] = {sum.x, sum.y, sum.z, sum.w};
         float* dst = D + b * d_bs + m * d_rs;
+        const float* src = C + b * c_bs + m * c_rs + n * c_cs;
         if (d_vec && n + 3 < N) {
             float4* d4 = reinterpret_cast<float4*>(dst + n);
             float4 out = make_float4(alpha * acc[0], alpha * acc[1], alpha * acc[2], alpha * acc[3]);
             if (beta != 0.0f) {
-                const float4 old = *d4;
+                const float4 old = c_cs == 1 && (reinterpret_cast<unsigned long long>(src) & 15) == 0
+                                       ? *reinterpret_cast<const float4*>(src)
+                                       : make_float4(src[0], src[c_cs], src[2 * c_cs], src[3 * c_cs]);
                 out.x += beta * old.x;
                 out.y += beta * old.y;
                 out.z += beta * old.z;
@@ -70,7 +74,7 @@ extern "C" __global__ void __launch_bounds__(256) gemmlab_splitk_reduce(
         } else {
             for (int e = 0; e < 4 && n + e < N; ++e) {
                 float* d = dst + (n + e) * d_cs;
-                *d = beta == 0.0f ? alpha * acc[e] : alpha * acc[e] + beta * (*d);
+                *d = beta == 0.0f ? alpha * acc[e] : alpha * acc[e] + beta * src[e * c_cs];
             }
         }
     }

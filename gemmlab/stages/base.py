@@ -133,6 +133,18 @@ class StageSpec:
         strides; without them s11 hands the problem to s10. Reports name the kernel that ran."""
         return None
 
+    # ---- split-K inside the kernel ------------------------------------------------------------
+    def cluster_slices(self, cfg: dict, splits: int, forced: bool = False) -> bool:
+        """Whether this stage adds ``splits`` slices of K of a tile inside one thread block cluster
+        (no workspace, no reduce kernel; the plan then sends the slices with d_ss = 0): by
+        default where that measured faster than the workspace path, ``forced`` wherever the
+        kernel can (config ``cluster_reduce=1``)."""
+        return False
+
+    def kernel_attributes(self, cfg: dict, variant: dict) -> str:
+        """C++ attributes of the generated kernel (e.g. ``__cluster_dims__``)."""
+        return ""
+
     # Extra kernel parameters after the common ones, e.g. TMA descriptors:
     # list of C++ declarations, the names passed on to Stage::run, and their values at launch.
     def extra_params(self, cfg: dict, variant: dict) -> list[tuple[str, str]]:

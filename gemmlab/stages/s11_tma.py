@@ -121,13 +121,38 @@ class Tma(CpAsync):
         return [{"a_k_major": a, "b_n_major": b} for a in (1, 0) for b in (1, 0)]
 
     def variant(self, cfg, problem):
-        return {"a_k_major": int(problem.a_k_major), "b_n_major": int(problem.b_n_major)}
+        v = {"a_k_major": int(problem.a_k_major), "b_n_major": int(problem.b_n_major)}
+        if problem.splits > 1 and problem.d_ss == 0:  # the slices share D: added in a cluster
+            v["cluster_k"] = problem.splits
+        return v
 
     def template(self, cfg, variant):
         b = lambda x: "true" if x else "false"  # noqa: E731
         return (f"gemmlab::S11Tma<{cfg['block_m']}, {cfg['block_n']}, {cfg['block_k']}, {cfg['warp_m']}, "
                 f"{cfg['warp_n']}, {cfg['k_unroll']}, {b(cfg['a_swizzle'])}, {cfg['stages']}, {b(cfg['producer_warp'])}, "
-                f"{b(cfg['consumer_sync'])}, {b(variant['a_k_major'])}, {b(variant['b_n_major'])}>")
+                f"{b(cfg['consumer_sync'])}, {b(variant['a_k_major'])}, {b(variant['b_n_major'])}, "
+                f"{variant.get('cluster_k', 1)}>")
+
+    # ---- split-K in a cluster (kernels/epilogue/cluster_reduce.cuh) ----------------------------
+    MAX_CLUSTER = 8  # a portable cluster
+    # By default only 2 slices: on the H200 (scripts/cluster_split_probe.py, docs/stages/s11.md)
+    # 2 slices in a cluster beat the workspace path by its whole cost (4096x512x2048: 187.6 against
+    # 200.3 us), but clusters of 3 or more one-block-per-SM CTAs cannot all be resident at once
+    # (2048x512x4096 as 128x256 with 4 slices: 361 us in a cluster, 184 with a workspace) and leave
+    # SMs idle between clusters on long grids (8192^3 with 3 slices: 25.0 against 21.0 ms).
+    DEFAULT_CLUSTER = (2,)
+
+    def cluster_slices(self, cfg, splits, forced=False):
+        """The kernel can: 2..8 slices, and the partial tile (rows of block_n + 8 floats) fits in
+        the stage buffers (S11Tma's static_asserts); by default only DEFAULT_CLUSTER slices."""
+        stage_bytes = cfg["stages"] * (_round_1k(cfg["block_m"] * cfg["block_k"] * 4) +
+                                       _round_1k(cfg["block_k"] * cfg["block_n"] * 4))
+        can = 2 <= splits <= self.MAX_CLUSTER and cfg["block_m"] * (cfg["block_n"] + 8) * 4 <= stage_bytes
+        return can and (forced or splits in self.DEFAULT_CLUSTER)
+
+    def kernel_attributes(self, cfg, variant):
+        k = variant.get("cluster_k", 1)
+        return f"__cluster_dims__(1, {k}, 1) " if k > 1 else ""
 
     # ---- problems TMA cannot take ----------------------------------------------------------
     def fallback(self, cfg, problem):

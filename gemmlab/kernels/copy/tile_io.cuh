@@ -239,16 +239,17 @@ __device__ __forceinline__ void outer_product(float (&acc)[FRAG_M][FRAG_N], cons
         for (int j = 0; j < FRAG_N; ++j) acc[i][j] += a_frag[i] * b_frag[j];
 }
 
-// The epilogue rule of common.cuh (store_output / store_output4: beta == 0 never reads D), on a
-// pointer, so that a thread walks its rows of D by pointer increments: per-row 64-bit offsets
-// would be invariant across the batch loop and kept live (spilled) through the main loop.
-__device__ __forceinline__ void store_at(const GemmArgs& args, float* dst, float acc) {
-    *dst = (args.beta == 0.0f) ? args.alpha * acc : args.alpha * acc + args.beta * (*dst);
+// The epilogue rule of common.cuh (store_output / store_output4: beta == 0 never reads C), on
+// pointers, so that a thread walks its rows of D (and of C) by pointer increments: per-row 64-bit
+// offsets would be invariant across the batch loop and kept live (spilled) through the main loop.
+__device__ __forceinline__ void store_at(const GemmArgs& args, float* dst, const float* src, float acc) {
+    *dst = (args.beta == 0.0f) ? args.alpha * acc : args.alpha * acc + args.beta * (*src);
 }
-__device__ __forceinline__ void store4_at(const GemmArgs& args, float* dst, float4 acc) {
+__device__ __forceinline__ void store4_at(const GemmArgs& args, const CView& c, float* dst, const float* src,
+                                          float4 acc) {
     float4 out = make_float4(args.alpha * acc.x, args.alpha * acc.y, args.alpha * acc.z, args.alpha * acc.w);
     if (args.beta != 0.0f) {
-        const float4 old = *reinterpret_cast<const float4*>(dst);
+        const float4 old = c.load4(src);
         out.x += args.beta * old.x;
         out.y += args.beta * old.y;
         out.z += args.beta * old.z;
@@ -260,25 +261,35 @@ __device__ __forceinline__ void store4_at(const GemmArgs& args, float* dst, floa
 // Epilogue of one thread: acc[i][j] belongs to D[row_base + Frag::row(i)][col_base + Frag::col(j)]
 // where Frag::row/col are compile-time offsets that keep runs of 4 columns contiguous. Float4
 // stores (VEC: D rows 16-byte aligned) where the whole float4 is inside N, scalar at the edge.
+// C = D walks D's pointer only; a separate C walks its own next to it.
 template <class Frag, bool VEC, int FRAG_M, int FRAG_N>
 __device__ __forceinline__ void store_fragment(const GemmArgs& args, const float (&acc)[FRAG_M][FRAG_N],
                                                int64 row_base, int64 col_base) {
     static_assert(FRAG_N % 4 == 0, "the epilogue writes runs of 4 columns");
     const int64 rows_left = args.M - row_base, cols_left = args.N - col_base;
     float* d_row = args.D + row_base * args.ldd + col_base;
+    const CView c = c_view(args);
+    const float* c_row = c.src(d_row, row_base, col_base);
 #pragma unroll
     for (int i = 0; i < FRAG_M; ++i) {
-        if (i > 0) d_row += (Frag::row(i) - Frag::row(i - 1)) * args.ldd;
+        if (i > 0) {
+            d_row += (Frag::row(i) - Frag::row(i - 1)) * args.ldd;
+            if constexpr (CView::SEPARATE) c_row += (Frag::row(i) - Frag::row(i - 1)) * c.rs;
+        }
         if (Frag::row(i) >= rows_left) continue;
 #pragma unroll
         for (int j = 0; j < FRAG_N; j += 4) {
             const int col = Frag::col(j);
             if (VEC && col + 4 <= cols_left) {
-                store4_at(args, d_row + col, make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]));
+                float* dst = d_row + col;
+                store4_at(args, c, dst, CView::SEPARATE ? c_row + col * c.cs : dst,
+                          make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]));
             } else {
 #pragma unroll
-                for (int c = 0; c < 4; ++c)
-                    if (col + c < cols_left) store_at(args, d_row + col + c, acc[i][j + c]);
+                for (int e = 0; e < 4; ++e) {
+                    float* dst = d_row + col + e;
+                    if (col + e < cols_left) store_at(args, dst, CView::SEPARATE ? c_row + (col + e) * c.cs : dst, acc[i][j + e]);
+                }
             }
         }
     }

@@ -1,4 +1,4 @@
-// gemmlab/kernels/epilogue/wgmma_store.cuh — D = alpha * acc + beta * D for the FP32 accumulators
+// gemmlab/kernels/epilogue/wgmma_store.cuh — D = alpha * acc + beta * C for the FP32 accumulators
 // of one warpgroup's m64nNk8 wgmma tile (64 x N), predicated at the matrix edges; and the same for
 // a tile of D^T (s12's RS path).
 //
@@ -20,6 +20,7 @@ __device__ __forceinline__ void store_wgmma_tile(const GemmArgs& args, int64 row
     const int64 col_base = col0 + 2 * (lane % 4);
     // 8-byte stores need an even leading dimension and an 8-byte aligned D (columns are even).
     const bool pairs = (args.ldd % 2 == 0) && (reinterpret_cast<unsigned long long>(args.D) % 8 == 0);
+    const CView c = c_view(args);
 #pragma unroll
     for (int i = 0; i < N / 2; i += 2) {
         const int64 row = row_base + 8 * ((i % 4) / 2);
@@ -29,14 +30,14 @@ __device__ __forceinline__ void store_wgmma_tile(const GemmArgs& args, int64 row
         if (pairs && col + 1 < args.N) {
             float2 out = make_float2(args.alpha * acc[i], args.alpha * acc[i + 1]);
             if (args.beta != 0.0f) {
-                const float2 old = *reinterpret_cast<const float2*>(dst);
+                const float2 old = c.load2(c.src(dst, row, col));
                 out.x += args.beta * old.x;
                 out.y += args.beta * old.y;
             }
             *reinterpret_cast<float2*>(dst) = out;
         } else {
-            if (col < args.N) store_output(args, row, col, acc[i]);
-            if (col + 1 < args.N) store_output(args, row, col + 1, acc[i + 1]);
+            if (col < args.N) store_output(args, c, row, col, acc[i]);
+            if (col + 1 < args.N) store_output(args, c, row, col + 1, acc[i + 1]);
         }
     }
 }
@@ -57,6 +58,7 @@ __device__ __forceinline__ void store_wgmma_tile_transposed(const GemmArgs& args
     asm volatile("mov.b64 %0, %1;\n" : "=l"(first_row) : "l"(row0 + 2 * k_lane));
     asm volatile("mov.b64 %0, %1;\n" : "=l"(ldd) : "l"(args.ldd));
     const bool pairs = (ldd % 2 == 0) && (reinterpret_cast<unsigned long long>(d_base) % 8 == 0);
+    const CView c = c_view(args);
     float* row_ptr = d_base + first_row * ldd + col;
     int64 row = first_row;
 #pragma unroll
@@ -68,14 +70,14 @@ __device__ __forceinline__ void store_wgmma_tile_transposed(const GemmArgs& args
             if (pairs && col + 1 < args.N) {
                 float2 out = make_float2(args.alpha * acc[i + j], args.alpha * acc[i + j + 2]);
                 if (args.beta != 0.0f) {
-                    const float2 old = *reinterpret_cast<const float2*>(dst);
+                    const float2 old = c.load2(c.src(dst, row + j, col));
                     out.x += args.beta * old.x;
                     out.y += args.beta * old.y;
                 }
                 *reinterpret_cast<float2*>(dst) = out;
             } else {
-                if (col < args.N) store_output(args, row + j, col, acc[i + j]);
-                if (col + 1 < args.N) store_output(args, row + j, col + 1, acc[i + j + 2]);
+                if (col < args.N) store_output(args, c, row + j, col, acc[i + j]);
+                if (col + 1 < args.N) store_output(args, c, row + j, col + 1, acc[i + j + 2]);
             }
         }
     }

@@ -19,6 +19,7 @@ template <int BLOCK_M, int BLOCK_N, int BLOCK_K, int WARP_M, int WARP_N, int K_U
 struct WarpTileCore {
     // As[m][k] swizzled, with single rows 4 apart (else plain, with groups of 4 rows): a config choice.
     static constexpr bool A_ROWS_SWIZZLED = A_K_MAJOR && A_SWIZZLE;
+    static constexpr bool COLS_IN_FOURS = B_N_MAJOR;  // col_of: runs of 4 consecutive columns
     static constexpr int LANES_M = 4, LANES_N = 8;
     static constexpr int THREAD_M = WARP_M / LANES_M, THREAD_N = WARP_N / LANES_N;
     static constexpr int WARPS_M = BLOCK_M / WARP_M, WARPS_N = BLOCK_N / WARP_N;
@@ -140,11 +141,12 @@ struct WarpTileCore {
         }
     }
 
-    // D = alpha * acc + beta * D for the thread's outputs, guarded at the M/N edges. Chunks of 4
+    // D = alpha * acc + beta * C for the thread's outputs, guarded at the M/N edges. Chunks of 4
     // columns use one 16-byte store when D's rows are 16-byte aligned (checked here, at run time).
     __device__ __forceinline__ void store(const GemmArgs& args, int64 row0, int64 col0,
                                           const float (&acc)[THREAD_M][THREAD_N]) const {
         const bool d_aligned = ((reinterpret_cast<unsigned long long>(args.D) | (unsigned long long)(args.ldd * 4)) & 15) == 0;
+        const CView c = c_view(args);
 #pragma unroll
         for (int i = 0; i < THREAD_M; ++i) {
             const int64 row = row0 + m_base + row_of(i);
@@ -154,12 +156,12 @@ struct WarpTileCore {
                 for (int jq = 0; jq < THREAD_N / 4; ++jq) {
                     const int64 col = col0 + n_base + jq * (LANES_N * 4);
                     if (d_aligned && col + 3 < args.N) {
-                        store_output4(args, row, col,
+                        store_output4(args, c, row, col,
                                       make_float4(acc[i][4 * jq], acc[i][4 * jq + 1], acc[i][4 * jq + 2], acc[i][4 * jq + 3]));
                     } else {
 #pragma unroll
                         for (int e = 0; e < 4; ++e) {
-                            if (col + e < args.N) store_output(args, row, col + e, acc[i][4 * jq + e]);
+                            if (col + e < args.N) store_output(args, c, row, col + e, acc[i][4 * jq + e]);
                         }
                     }
                 }
@@ -167,7 +169,7 @@ struct WarpTileCore {
 #pragma unroll
                 for (int j = 0; j < THREAD_N; ++j) {
                     const int64 col = col0 + n_base + col_of(j);
-                    if (col < args.N) store_output(args, row, col, acc[i][j]);
+                    if (col < args.N) store_output(args, c, row, col, acc[i][j]);
                 }
             }
         }
