@@ -143,7 +143,8 @@ def nearest_choice(p: Problem, gpu: model.Gpu, ident: dict, aligned: bool, *, al
     except Exception:  # the caller's overrides do not fit the neighbours' tile: the heuristic's turn
         return None
     cand = space.candidate_for(spec.id, cfg, gpu.cc)
-    split = model.rank(p.M, p.N, p.K, p.batch, gpu, allow_split=allow_workspace, candidates=[cand])[0].split_k
+    split = model.rank(p.M, p.N, p.K, p.batch, gpu, allow_split=allow_workspace, candidates=[cand],
+                       cluster=aligned)[0].split_k
     return Choice(spec, cfg_run, split, repack, "nearest", a_transpose)
 
 
@@ -202,7 +203,7 @@ def choose(p: Problem, gpu: model.Gpu, ident: dict, *, allow_workspace: bool = T
         return near
 
     # 4. Heuristic.
-    best = model.best(M, N, K, batch, gpu, allow_split=allow_workspace)
+    best = model.best(M, N, K, batch, gpu, allow_split=allow_workspace, cluster=aligned)  # unaligned: s10, no cluster
     spec = best.candidate.spec()
     cfg = with_config(spec, best.candidate.config(), config)
     return Choice(spec, cfg, best.split_k, repack, "heuristic", a_t)

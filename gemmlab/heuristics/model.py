@@ -28,6 +28,10 @@ FFMA_PER_SM_CYCLE = 128    # FP32 lanes per SM (sm_70 and later)
 BLOCK_OVERHEAD_S = 2.0e-6  # prologue + pipeline fill + epilogue of one block
 LAUNCH_S = 2.5e-6          # one more kernel in the stream (the split-K reduce)
 CLUSTER_REDUCE_S = 0.5e-6  # per wave: a block writes its partial tile, reads a band of both (DSMEM)
+# A grid of clusters longer than one wave runs this much slower than its waves say (H200,
+# scripts/cluster_split_probe.py, 2 slices against 1 at the same tile: 2048^3 0.925, 4096^3 0.936,
+# 8192^3 0.954; within one wave none: 4096x512x2048 ran 187.6 us against 363.8, 0.516 of it).
+CLUSTER_MULTIWAVE_EFFICIENCY = 0.93
 MIN_K_SLICE = 128          # a slice shorter than this is all overhead
 
 
@@ -74,6 +78,8 @@ def predict(cand: space.Candidate, M: int, N: int, K: int, batch: int, split_k: 
     seconds = math.ceil(waves) * per_block
     if s > 1 and cluster and in_cluster(cand, M, N, s):
         seconds += math.ceil(waves) * CLUSTER_REDUCE_S
+        if blocks > capacity:
+            seconds /= CLUSTER_MULTIWAVE_EFFICIENCY
     elif s > 1:
         seconds += LAUNCH_S + 4.0 * M * N * batch * (s + 2) / gpu.bandwidth
     return Prediction(cand, s, seconds, blocks, waves)
@@ -102,8 +108,10 @@ def fits(cand: space.Candidate, M: int, N: int) -> bool:
 
 
 def rank(M: int, N: int, K: int, batch: int = 1, gpu: Gpu | None = None, *, allow_split: bool = True,
-         candidates=None) -> list[Prediction]:
-    """Every candidate x split, best first (one prediction per distinct slice count)."""
+         candidates=None, cluster: bool = True) -> list[Prediction]:
+    """Every candidate x split, best first (one prediction per distinct slice count).
+    ``cluster=False``: s11 will not run this problem on TMA (unaligned rows, not repacked), so
+    no split is added in a cluster."""
     gpu = gpu or Gpu()
     out = []
     for cand in candidates if candidates is not None else space.candidates(gpu.cc):
@@ -111,7 +119,7 @@ def rank(M: int, N: int, K: int, batch: int = 1, gpu: Gpu | None = None, *, allo
         for split in split_counts(cand, M, N, batch, gpu) if allow_split else (1,):
             if split > 1 and -(-K // split) < MIN_K_SLICE:
                 break
-            p = predict(cand, M, N, K, batch, split, gpu)
+            p = predict(cand, M, N, K, batch, split, gpu, cluster=cluster)
             if p.split_k in seen:
                 continue
             seen.add(p.split_k)
@@ -134,5 +142,5 @@ def split_counts(cand: space.Candidate, M: int, N: int, batch: int, gpu: Gpu) ->
     return sorted(set(space.SPLITS) | {s for s in fill if 2 <= s <= space.SPLITS[-1]})
 
 
-def best(M, N, K, batch=1, gpu=None, *, allow_split=True) -> Prediction:
-    return rank(M, N, K, batch, gpu, allow_split=allow_split)[0]
+def best(M, N, K, batch=1, gpu=None, *, allow_split=True, cluster=True) -> Prediction:
+    return rank(M, N, K, batch, gpu, allow_split=allow_split, cluster=cluster)[0]
