@@ -510,7 +510,8 @@ static long long g_p[14];
 static float g_alpha, g_beta;
 static void body() {
     EMU_KERNEL(g_A, g_B, g_D, g_p[0], g_p[1], g_p[2], g_p[3], g_p[4], g_p[5], g_p[6], g_p[7], g_alpha, g_beta,
-               g_p[8], g_p[9], g_p[10], g_p[11], g_p[12], g_p[13]);
+               g_p[8], g_p[9], g_p[10], g_p[11], g_p[12], g_p[13],
+               g_D, g_p[7], 1, g_p[11]);  // C is D (c = out): its strides are D's
 }
 int main(int argc, char** argv) {
     FILE* f = fopen(argv[1], "rb");
