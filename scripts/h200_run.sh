@@ -76,7 +76,7 @@ for what in "$@"; do
     training)
       step "training step: TransformerEncoder, torch vs gemmlab"
       python3 -m gemmlab.bench.training --out "$RES/training" 2>&1 | tee "$RES/training.txt" | tail -25
-      python3 -m gemmlab.bench.training --d-model 2048 --precision tf32x3 --skip-compile --out "$RES/training-2048-tf32x3" 2>&1 \
+      python3 -m gemmlab.bench.training --d-model 2048 --precision tf32x3 --out "$RES/training-2048-tf32x3" 2>&1 \
         | tee "$RES/training-2048.txt" | tail -15 ;;
     s13-variants)
       step "s13 variants at 8192^3 and 4096^3"
@@ -87,6 +87,9 @@ for what in "$@"; do
     sweep-tf32x3)
       step "sweep: precision=tf32x3 against cuBLAS FP32, cuBLAS TF32, Triton tf32x3"
       python3 -m gemmlab sweep --suite issue9 --precision tf32x3 --out "$RES/sweep-tf32x3" 2>&1 | tee "$RES/sweep-tf32x3.txt" | tail -25 ;;
+    cluster-probe)
+      step "split-K in a cluster against the workspace path"
+      python3 scripts/cluster_split_probe.py 2>&1 | tee "$RES/cluster-split-probe.txt" | tail -40 ;;
     transformer-shapes)
       step "sweep: transformer-layer shapes (the training benchmark's GEMMs), nn/nt/tn"
       for l in nn nt tn; do
