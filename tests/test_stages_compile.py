@@ -79,3 +79,18 @@ def test_s01_block_constraint_is_enforced():
         spec.config({"block_n": 48})
     with pytest.raises(ConfigError, match="32..1024"):
         spec.config({"block_m": 64, "block_n": 32})
+
+
+@pytest.mark.parametrize("stage_id", [s.id for s in STAGES])
+def test_separate_c_variant_compiles_without_spills(stage_id):
+    """The variant for a c that is not the output (GEMMLAB_SEPARATE_C: the epilogue reads C with
+    its own strides) compiles for sm_90 without local memory, and is a kernel of its own."""
+    spec = get(stage_id)
+    cfg = spec.default_config
+    variant = spec.variants(cfg)[0]
+    ck = kernel_for(spec, cfg, {**variant, "sep_c": 1}, "sm_90")
+    assert ck.name.endswith("_sc1"), ck.name
+    res = sass.resources(ck.cubin)
+    assert res["local_bytes"] == 0, f"{ck.name} uses {res['local_bytes']} B of local memory (spills)"
+    plain = kernel_for(spec, cfg, variant, "sm_90")
+    assert plain.cubin != ck.cubin

@@ -245,11 +245,20 @@ __device__ __forceinline__ void outer_product(float (&acc)[FRAG_M][FRAG_N], cons
 __device__ __forceinline__ void store_at(const GemmArgs& args, float* dst, const float* src, float acc) {
     *dst = (args.beta == 0.0f) ? args.alpha * acc : args.alpha * acc + args.beta * (*src);
 }
-__device__ __forceinline__ void store4_at(const GemmArgs& args, const CView& c, float* dst, const float* src,
-                                          float4 acc) {
+__device__ __forceinline__ void store4_at(const GemmArgs& args, float* dst, float4 old_or_zero, float4 acc) {
     float4 out = make_float4(args.alpha * acc.x, args.alpha * acc.y, args.alpha * acc.z, args.alpha * acc.w);
     if (args.beta != 0.0f) {
-        const float4 old = c.load4(src);
+        out.x += args.beta * old_or_zero.x;
+        out.y += args.beta * old_or_zero.y;
+        out.z += args.beta * old_or_zero.z;
+        out.w += args.beta * old_or_zero.w;
+    }
+    *reinterpret_cast<float4*>(dst) = out;
+}
+__device__ __forceinline__ void store4_at(const GemmArgs& args, float* dst, float4 acc) {  // C = D
+    float4 out = make_float4(args.alpha * acc.x, args.alpha * acc.y, args.alpha * acc.z, args.alpha * acc.w);
+    if (args.beta != 0.0f) {
+        const float4 old = *reinterpret_cast<const float4*>(dst);
         out.x += args.beta * old.x;
         out.y += args.beta * old.y;
         out.z += args.beta * old.z;
@@ -261,34 +270,52 @@ __device__ __forceinline__ void store4_at(const GemmArgs& args, const CView& c, 
 // Epilogue of one thread: acc[i][j] belongs to D[row_base + Frag::row(i)][col_base + Frag::col(j)]
 // where Frag::row/col are compile-time offsets that keep runs of 4 columns contiguous. Float4
 // stores (VEC: D rows 16-byte aligned) where the whole float4 is inside N, scalar at the edge.
-// C = D walks D's pointer only; a separate C walks its own next to it.
+// C = D walks D's pointer only (the code, and the SASS, of the kernels before C existed); a
+// separate C walks its own pointer next to it.
 template <class Frag, bool VEC, int FRAG_M, int FRAG_N>
 __device__ __forceinline__ void store_fragment(const GemmArgs& args, const float (&acc)[FRAG_M][FRAG_N],
                                                int64 row_base, int64 col_base) {
     static_assert(FRAG_N % 4 == 0, "the epilogue writes runs of 4 columns");
     const int64 rows_left = args.M - row_base, cols_left = args.N - col_base;
     float* d_row = args.D + row_base * args.ldd + col_base;
-    const CView c = c_view(args);
-    const float* c_row = c.src(d_row, row_base, col_base);
+    if constexpr (!CView::SEPARATE) {
 #pragma unroll
-    for (int i = 0; i < FRAG_M; ++i) {
-        if (i > 0) {
-            d_row += (Frag::row(i) - Frag::row(i - 1)) * args.ldd;
-            if constexpr (CView::SEPARATE) c_row += (Frag::row(i) - Frag::row(i - 1)) * c.rs;
+        for (int i = 0; i < FRAG_M; ++i) {
+            if (i > 0) d_row += (Frag::row(i) - Frag::row(i - 1)) * args.ldd;
+            if (Frag::row(i) >= rows_left) continue;
+#pragma unroll
+            for (int j = 0; j < FRAG_N; j += 4) {
+                const int col = Frag::col(j);
+                if (VEC && col + 4 <= cols_left) {
+                    store4_at(args, d_row + col, make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]));
+                } else {
+#pragma unroll
+                    for (int e = 0; e < 4; ++e)
+                        if (col + e < cols_left) store_at(args, d_row + col + e, d_row + col + e, acc[i][j + e]);
+                }
+            }
         }
-        if (Frag::row(i) >= rows_left) continue;
+    } else {
+        const CView c = c_view(args);
+        const float* c_row = c.src(d_row, row_base, col_base);
 #pragma unroll
-        for (int j = 0; j < FRAG_N; j += 4) {
-            const int col = Frag::col(j);
-            if (VEC && col + 4 <= cols_left) {
-                float* dst = d_row + col;
-                store4_at(args, c, dst, CView::SEPARATE ? c_row + col * c.cs : dst,
-                          make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]));
-            } else {
+        for (int i = 0; i < FRAG_M; ++i) {
+            if (i > 0) {
+                d_row += (Frag::row(i) - Frag::row(i - 1)) * args.ldd;
+                c_row += (Frag::row(i) - Frag::row(i - 1)) * c.rs;
+            }
+            if (Frag::row(i) >= rows_left) continue;
 #pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    float* dst = d_row + col + e;
-                    if (col + e < cols_left) store_at(args, dst, CView::SEPARATE ? c_row + (col + e) * c.cs : dst, acc[i][j + e]);
+            for (int j = 0; j < FRAG_N; j += 4) {
+                const int col = Frag::col(j);
+                if (VEC && col + 4 <= cols_left) {
+                    const float4 old = args.beta != 0.0f ? c.load4(c_row + col * c.cs) : make_float4(0.f, 0.f, 0.f, 0.f);
+                    store4_at(args, d_row + col, old, make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]));
+                } else {
+#pragma unroll
+                    for (int e = 0; e < 4; ++e)
+                        if (col + e < cols_left)
+                            store_at(args, d_row + col + e, c_row + (col + e) * c.cs, acc[i][j + e]);
                 }
             }
         }

@@ -20,7 +20,7 @@ __device__ __forceinline__ void store_wgmma_tile(const GemmArgs& args, int64 row
     const int64 col_base = col0 + 2 * (lane % 4);
     // 8-byte stores need an even leading dimension and an 8-byte aligned D (columns are even).
     const bool pairs = (args.ldd % 2 == 0) && (reinterpret_cast<unsigned long long>(args.D) % 8 == 0);
-    const CView c = c_view(args);
+    const CView c = c_view(args);  // a separate C (GEMMLAB_SEPARATE_C); else C is D
 #pragma unroll
     for (int i = 0; i < N / 2; i += 2) {
         const int64 row = row_base + 8 * ((i % 4) / 2);
@@ -30,14 +30,17 @@ __device__ __forceinline__ void store_wgmma_tile(const GemmArgs& args, int64 row
         if (pairs && col + 1 < args.N) {
             float2 out = make_float2(args.alpha * acc[i], args.alpha * acc[i + 1]);
             if (args.beta != 0.0f) {
-                const float2 old = c.load2(c.src(dst, row, col));
+                const float2 old = CView::SEPARATE ? c.load2(c.src(dst, row, col)) : *reinterpret_cast<const float2*>(dst);
                 out.x += args.beta * old.x;
                 out.y += args.beta * old.y;
             }
             *reinterpret_cast<float2*>(dst) = out;
-        } else {
+        } else if constexpr (CView::SEPARATE) {
             if (col < args.N) store_output(args, c, row, col, acc[i]);
             if (col + 1 < args.N) store_output(args, c, row, col + 1, acc[i + 1]);
+        } else {
+            if (col < args.N) store_output(args, row, col, acc[i]);
+            if (col + 1 < args.N) store_output(args, row, col + 1, acc[i + 1]);
         }
     }
 }
@@ -58,7 +61,7 @@ __device__ __forceinline__ void store_wgmma_tile_transposed(const GemmArgs& args
     asm volatile("mov.b64 %0, %1;\n" : "=l"(first_row) : "l"(row0 + 2 * k_lane));
     asm volatile("mov.b64 %0, %1;\n" : "=l"(ldd) : "l"(args.ldd));
     const bool pairs = (ldd % 2 == 0) && (reinterpret_cast<unsigned long long>(d_base) % 8 == 0);
-    const CView c = c_view(args);
+    const CView c = c_view(args);  // a separate C (GEMMLAB_SEPARATE_C); else C is D
     float* row_ptr = d_base + first_row * ldd + col;
     int64 row = first_row;
 #pragma unroll
@@ -70,14 +73,18 @@ __device__ __forceinline__ void store_wgmma_tile_transposed(const GemmArgs& args
             if (pairs && col + 1 < args.N) {
                 float2 out = make_float2(args.alpha * acc[i + j], args.alpha * acc[i + j + 2]);
                 if (args.beta != 0.0f) {
-                    const float2 old = c.load2(c.src(dst, row + j, col));
+                    const float2 old = CView::SEPARATE ? c.load2(c.src(dst, row + j, col))
+                                                       : *reinterpret_cast<const float2*>(dst);
                     out.x += args.beta * old.x;
                     out.y += args.beta * old.y;
                 }
                 *reinterpret_cast<float2*>(dst) = out;
-            } else {
+            } else if constexpr (CView::SEPARATE) {
                 if (col < args.N) store_output(args, c, row + j, col, acc[i + j]);
                 if (col + 1 < args.N) store_output(args, c, row + j, col + 1, acc[i + j + 2]);
+            } else {
+                if (col < args.N) store_output(args, row + j, col, acc[i + j]);
+                if (col + 1 < args.N) store_output(args, row + j, col + 1, acc[i + j + 2]);
             }
         }
     }
