@@ -362,9 +362,10 @@ def build(choice: Choice, prob: Problem, refs: dict, dev: int, *, capturing: boo
 
     k_split, splits = k_slices(prob.K, choice.split_k)
     sliced = replace(prob, splits=splits, k_split=k_split)  # d_ss = 0: the slices share D
-    run_spec, run_cfg = spec.fallback(cfg, sliced) or (spec, cfg)
-    in_cluster = (splits > 1 and choice.cluster_reduce is not False and
-                  run_spec.cluster_slices(run_cfg, splits, forced=bool(choice.cluster_reduce)))
+    in_cluster = False
+    if splits > 1 and choice.cluster_reduce is not False:  # the stage that will run decides
+        run_spec, run_cfg = spec.fallback(cfg, sliced) or (spec, cfg)
+        in_cluster = run_spec.cluster_slices(run_cfg, splits, forced=bool(choice.cluster_reduce))
     if in_cluster:  # one kernel: the slices of a tile add their partials in a cluster
         main, spec_run, cfg_run, variant = b.gemm(spec, cfg, sliced, refs, scalars=True)
     elif splits > 1:
@@ -372,8 +373,8 @@ def build(choice: Choice, prob: Problem, refs: dict, dev: int, *, capturing: boo
         ws_ss = round4(prob.M * ws_ld)
         ws_bs = ws_ss * splits
         off = b.ws_region(ws_bs * prob.batch)
-        part = replace(prob, splits=splits, k_split=k_split, d_ss=ws_ss, ldd=ws_ld, d_bs=ws_bs if prob.batch > 1 else 0,
-                       d_ptr=0, alpha=1.0, beta=0.0, c_rs=None, c_cs=None, c_bs=None)
+        part = replace(sliced, d_ss=ws_ss, ldd=ws_ld, d_bs=ws_bs if prob.batch > 1 else 0, d_ptr=0, alpha=1.0,
+                       beta=0.0, c_rs=None, c_cs=None, c_bs=None)  # partial products into the workspace
         main, spec_run, cfg_run, variant = b.gemm(spec, cfg, part, {**refs, "d": ("ws", off), "c": ("ws", off)},
                                                   scalars=False)
         b.reduce(("ws", off), refs["d"], refs.get("c", refs["d"]), prob.M, prob.N, splits, ws_ld, ws_ss, ws_bs,

@@ -55,7 +55,8 @@ def generate(spec, cfg: dict, variant: dict) -> tuple[str, str]:
     # A c that is not the output (variant "sep_c"): the epilogue reads it with its own strides.
     defines = "#define GEMMLAB_SEPARATE_C 1\n" if variant.get("sep_c") else ""
     src = _TEMPLATE.format(
-        defines=defines, attributes=spec.kernel_attributes(cfg, variant), stage_id=spec.id, stage_name=spec.name, cfg=cfg, variant=variant, header=spec.header,
+        defines=defines, attributes=spec.kernel_attributes(cfg, variant), stage_id=spec.id, stage_name=spec.name,
+        cfg=cfg, variant=variant, header=spec.header,
         template=spec.template(cfg, variant), bm=bm, bn=bn, threads=spec.launch_threads(cfg, variant),
         min_blocks=spec.min_blocks_per_sm(cfg), name=name, group_m=spec.group_m(cfg),
         extra_decl="".join(f", {decl}" for decl, _ in extra),

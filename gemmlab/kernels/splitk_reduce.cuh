@@ -15,6 +15,7 @@
 // thousand serial chains (H200: 18.1 us with one lane, cuBLAS's reduce 10.4 us). A float4 store
 // when D's rows are unit-stride and 16-byte aligned.
 #pragma once
+#define GEMMLAB_SEPARATE_C 1  // C has its own strides (CView: the epilogue's reads of a separate c)
 #include "common.cuh"
 
 extern "C" __global__ void __launch_bounds__(256) gemmlab_splitk_reduce(
@@ -57,14 +58,13 @@ extern "C" __global__ void __launch_bounds__(256) gemmlab_splitk_reduce(
         if (!active || lane != 0) continue;
         const float acc[4] = {sum.x, sum.y, sum.z, sum.w};
         float* dst = D + b * d_bs + m * d_rs;
-        const float* src = C + b * c_bs + m * c_rs + n * c_cs;
+        const gemmlab::CView c{C + b * c_bs, c_rs, c_cs};
+        const float* src = c.src(dst, m, n);
         if (d_vec && n + 3 < N) {
             float4* d4 = reinterpret_cast<float4*>(dst + n);
             float4 out = make_float4(alpha * acc[0], alpha * acc[1], alpha * acc[2], alpha * acc[3]);
             if (beta != 0.0f) {
-                const float4 old = c_cs == 1 && (reinterpret_cast<unsigned long long>(src) & 15) == 0
-                                       ? *reinterpret_cast<const float4*>(src)
-                                       : make_float4(src[0], src[c_cs], src[2 * c_cs], src[3 * c_cs]);
+                const float4 old = c.load4(src);
                 out.x += beta * old.x;
                 out.y += beta * old.y;
                 out.z += beta * old.z;

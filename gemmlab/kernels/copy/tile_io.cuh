@@ -245,26 +245,19 @@ __device__ __forceinline__ void outer_product(float (&acc)[FRAG_M][FRAG_N], cons
 __device__ __forceinline__ void store_at(const GemmArgs& args, float* dst, const float* src, float acc) {
     *dst = (args.beta == 0.0f) ? args.alpha * acc : args.alpha * acc + args.beta * (*src);
 }
-__device__ __forceinline__ void store4_at(const GemmArgs& args, float* dst, float4 old_or_zero, float4 acc) {
+__device__ __forceinline__ void store4_at(const GemmArgs& args, float* dst, float4 old, float4 acc) {  // old: C, read where beta != 0
     float4 out = make_float4(args.alpha * acc.x, args.alpha * acc.y, args.alpha * acc.z, args.alpha * acc.w);
     if (args.beta != 0.0f) {
-        out.x += args.beta * old_or_zero.x;
-        out.y += args.beta * old_or_zero.y;
-        out.z += args.beta * old_or_zero.z;
-        out.w += args.beta * old_or_zero.w;
-    }
-    *reinterpret_cast<float4*>(dst) = out;
-}
-__device__ __forceinline__ void store4_at(const GemmArgs& args, float* dst, float4 acc) {  // C = D
-    float4 out = make_float4(args.alpha * acc.x, args.alpha * acc.y, args.alpha * acc.z, args.alpha * acc.w);
-    if (args.beta != 0.0f) {
-        const float4 old = *reinterpret_cast<const float4*>(dst);
         out.x += args.beta * old.x;
         out.y += args.beta * old.y;
         out.z += args.beta * old.z;
         out.w += args.beta * old.w;
     }
     *reinterpret_cast<float4*>(dst) = out;
+}
+__device__ __forceinline__ void store4_at(const GemmArgs& args, float* dst, float4 acc) {  // C = D
+    const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    store4_at(args, dst, args.beta != 0.0f ? *reinterpret_cast<const float4*>(dst) : zero, acc);
 }
 
 // Epilogue of one thread: acc[i][j] belongs to D[row_base + Frag::row(i)][col_base + Frag::col(j)]
@@ -309,7 +302,8 @@ __device__ __forceinline__ void store_fragment(const GemmArgs& args, const float
             for (int j = 0; j < FRAG_N; j += 4) {
                 const int col = Frag::col(j);
                 if (VEC && col + 4 <= cols_left) {
-                    const float4 old = args.beta != 0.0f ? c.load4(c_row + col * c.cs) : make_float4(0.f, 0.f, 0.f, 0.f);
+                    const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                    const float4 old = args.beta != 0.0f ? c.load4(c_row + col * c.cs) : zero;  // beta 0: C unread
                     store4_at(args, d_row + col, old, make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]));
                 } else {
 #pragma unroll
