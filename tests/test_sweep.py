@@ -115,19 +115,21 @@ def test_sweep_markdown_one_row_per_shape(doc):
     ratios = _ratios()
     for cells, (shape, (auto, ran, cub, tri)) in zip(body, SHAPES.items()):
         assert tuple(int(c) for c in cells[:3]) == shape
-        assert cells[3] == (f"{auto:.2f}" if auto else "FAIL")
-        assert cells[5] == f"{cub:.2f}"
-        assert cells[6] == (f"{tri:.2f}" if tri else "FAIL")
-        assert cells[7] == (f"{ratios[shape]:.3f}" if auto else "—")
-        assert cells[4].startswith(ran[0]) and f"({ran[5]})" in cells[4]
+        assert cells[3:5] == ["1", "nn"]                        # batch, layout
+        assert cells[5] == (f"{auto:.2f}" if auto else "FAIL")
+        assert cells[7] == f"{cub:.2f}"
+        assert cells[8] == (f"{tri:.2f}" if tri else "FAIL")
+        assert cells[9] == (f"{ratios[shape]:.3f}" if auto else "—")
+        assert cells[6].startswith(ran[0]) and f"({ran[5]})" in cells[6]
     by = {tuple(int(c) for c in cells[:3]): cells for cells in body}
-    assert by[(64, 64, 65536)][4] == "s11 64x64 split 64 (tuned)"
-    assert by[(4095, 4097, 1023)][4] == "s11 256x128 repack (tuned)"
-    assert by[(1, 4096, 4096)][4] == "skinny split 4 (skinny)"
+    assert by[(64, 64, 65536)][6] == "s11 64x64 split 64 (tuned)"
+    assert by[(4095, 4097, 1023)][6] == "s11 256x128 repack (tuned)"
+    assert by[(1, 4096, 4096)][6] == "skinny split 4 (skinny)"
     have = [v for v in ratios.values() if v]
     geo = math.exp(sum(map(math.log, have)) / len(have))
     summary = next(ln for ln in md.splitlines() if ln.startswith("gemmlab auto / cuBLAS"))
-    assert f"geometric mean {geo:.3f}" in summary and f"min {min(have):.3f} (4095x4097x1023)" in summary
+    assert f"geometric mean {geo:.3f}" in summary and f"min {min(have):.3f} (4095x4097x1023 nn)" in summary
+    assert "* layout" not in md and "batched:" not in md      # one layout, no batch: no breakdown
     assert "over 4 of 5 shape(s)" in summary
     assert "gemmlab auto at 3000×5000×7000 (nn): failed" in md      # the failed row is explained
 
@@ -151,13 +153,13 @@ def test_sweep_tf32x3_table_names_its_precision_and_the_tf32_baseline():
     assert "precision='tf32x3'" in md
     table = _md_rows(md)
     assert table[0] == report.sweep_columns(report.sweep_rows(d))
-    assert table[0][6] == report.TF32_COLUMN and table[0][5] == "cuBLAS TFLOPS"
+    assert table[0][8] == report.TF32_COLUMN and table[0][7] == "cuBLAS TFLOPS"
     ratios = _ratios()
     for cells, (shape, (auto, ran, cub, tri)) in zip(table[1:], SHAPES.items()):
-        assert cells[3] == (f"{auto:.2f}" if auto else "FAIL")
-        assert cells[6] == f"{cub * 6.5:.2f}"
-        assert cells[7] == (f"{tri:.2f}" if tri else "FAIL")
-        assert cells[8] == (f"{ratios[shape]:.3f}" if auto else "—")
+        assert cells[5] == (f"{auto:.2f}" if auto else "FAIL")
+        assert cells[8] == f"{cub * 6.5:.2f}"
+        assert cells[9] == (f"{tri:.2f}" if tri else "FAIL")
+        assert cells[10] == (f"{ratios[shape]:.3f}" if auto else "—")
     assert report.TF32_COLUMN in report.plain(d)
     assert report.TF32_COLUMN not in report.markdown(make_doc())  # an ieee sweep: no such column
 
@@ -216,7 +218,7 @@ def test_sweep_plot(doc, tmp_path):
     assert [p.get_height() for p in bars[0]] == pytest.approx([ratios[s] or 0.0 for s in SHAPES])
     tri = [(t / c if t else 0.0) for (_, _, c, t) in SHAPES.values()]
     assert [p.get_height() for p in bars[1]] == pytest.approx(tri)
-    assert [t.get_text() for t in ax.get_xticklabels()] == [f"{m}x{n}x{k}" for (m, n, k) in SHAPES]
+    assert [t.get_text() for t in ax.get_xticklabels()] == [f"{m}x{n}x{k} nn" for (m, n, k) in SHAPES]
     assert any(list(ln.get_ydata()) == [1.0, 1.0] for ln in ax.get_lines())   # the cuBLAS line
     assert "FIXTURE" in fig._suptitle.get_text() and "geometric mean" in ax.get_title()
     path = plot.write(doc, tmp_path / "sweep.png")
@@ -252,7 +254,7 @@ def test_sweep_without_a_gpu_exits_2_with_one_line(args):
 @pytest.mark.parametrize("args, message", [
     (("--suite", "issue10"), "unknown suite 'issue10'"),
     (("--shapes", "256x256"), "'256x256'"),
-    (("--shapes", "256x256x256x4"), "2-D problems only"),
+    (("--shapes", "256x256x256:xy"), "'256x256x256:xy': layout 'xy' is not one of nn, nt, tn, tt"),
     (("--suite", "all", "--shapes", "256x256x256"), "not both"),
 ])
 def test_sweep_argument_errors_exit_2(args, message):
@@ -266,7 +268,7 @@ def test_report_reads_a_sweep_document(doc, tmp_path):
     report.dump(doc, path)
     r = gemmlab_cli("report", str(path), "--markdown")
     assert r.returncode == 0, r.stderr
-    assert "| M | N | K | gemmlab auto TFLOPS |" in r.stdout and "geometric mean" in r.stdout
+    assert "| M | N | K | batch | layout | gemmlab auto TFLOPS |" in r.stdout and "geometric mean" in r.stdout
 
 
 # ---- on the GPU ---------------------------------------------------------------------------------

@@ -6,6 +6,12 @@
   non-zero, so a non-zero value is removed from the environment before CuPy is imported.
 - ``triton``: gemmlab/bench/triton_gemm.py, ``tl.dot(..., input_precision="ieee")``.
 
+Strided-batched problems (3-D operands): cuBLAS through ``torch.bmm`` (``torch.baddbmm`` for the
+alpha/beta check) on the same batch-strided tensors, which torch hands to cuBLAS's strided-batched
+GEMM as they are (transposed matrices included, no copies); CuPy through ``cupy.matmul`` on 3-D
+views of them. The Triton kernel is 2-D: on a batched problem its row is recorded as skipped,
+with the reason, not run.
+
 A baseline whose library is missing is reported as skipped, with the reason. TF32 cannot slip
 through unnoticed: every candidate is checked against float64 first, and TF32's ~1e-3 relative
 error is a hundred times the tolerance.
@@ -98,18 +104,22 @@ class TorchCublas(Candidate):
         """The math mode around each call: none here (TF32 is off for the whole run)."""
         return fn
 
-    def check(self, M, N, K, layout):
+    def check(self, M, N, K, layout, batch: int = 1):
         import torch
 
         def run(a, b, c, alpha, beta, out):
-            torch.addmm(c, a, b, beta=beta, alpha=alpha, out=out)
-        return check_callable(self._wrap(run), M, N, K, layout, self.precision)
+            if a.dim() == 3:
+                torch.baddbmm(c, a, b, beta=beta, alpha=alpha, out=out)
+            else:
+                torch.addmm(c, a, b, beta=beta, alpha=alpha, out=out)
+        return check_callable(self._wrap(run), M, N, K, layout, self.precision, batch)
 
     def prepare(self, ops: Operands) -> Prepared:
         import torch
 
         a, b, out = ops.a, ops.b, ops.out
-        launch = self._wrap(lambda: torch.mm(a, b, out=out))
+        mm = torch.bmm if ops.batched else torch.mm  # bmm: cuBLAS strided-batched, the same tensors
+        launch = self._wrap(lambda: mm(a, b, out=out))
         launch()
         return Prepared(launch, None, {"tf32_settings": self.settings},
                         probe=launch if self.kernel_names else None)
@@ -181,16 +191,17 @@ class CupyCublas(Candidate):
         except Exception:
             return cp.asarray(t)
 
-    def check(self, M, N, K, layout):
+    def check(self, M, N, K, layout, batch: int = 1):
         cp = self.cupy
 
         def run(a, b, c, alpha, beta, out):
             # cupy.matmul has no alpha/beta: the GEMM writes out, the epilogue is torch's.
+            # 3-D views: cupy.matmul's batched path (cuBLAS strided-batched).
             dev = a.device.index or 0
             with cp.cuda.Device(dev), self._stream(dev):
                 cp.matmul(self._view(a), self._view(b), out=self._view(out))
             out.mul_(alpha).add_(c, alpha=beta)
-        return check_callable(run, M, N, K, layout)
+        return check_callable(run, M, N, K, layout, batch=batch)
 
     def prepare(self, ops: Operands) -> Prepared:
         cp = self.cupy
@@ -223,12 +234,22 @@ class TritonGemm(Candidate):
         self.tg = triton_gemm
         self.input_precision = input_precision
 
-    def check(self, M, N, K, layout):
+    BATCHED_REASON = "the Triton baseline (gemmlab/bench/triton_gemm.py) runs 2-D problems only, not strided-batched ones"
+
+    def unsupported(self, ops) -> str | None:
+        return self.BATCHED_REASON if ops.batched else None
+
+    def check(self, M, N, K, layout, batch: int = 1):
+        if batch > 1:
+            raise ValueError(self.BATCHED_REASON)
+
         def run(a, b, c, alpha, beta, out):
             self.tg.gemm(a, b, out, c, alpha, beta, self.input_precision)
         return check_callable(run, M, N, K, layout, self.precision)
 
     def prepare(self, ops: Operands) -> Prepared:
+        if ops.batched:
+            raise ValueError(self.BATCHED_REASON)
         tg = self.tg
         a, b, out = ops.a, ops.b, ops.out
         # The first call autotunes on the timed operands (beta = 0: rerunning rewrites the same

@@ -10,7 +10,9 @@ Every candidate can
 Stages are timed through ``api.prepare``: the plan ``gemmlab.gemm`` runs for these arrays (the
 kernels, their geometry and parameter buffers, TMA descriptors, workspace), bound to fixed
 pointers, so the timed region holds the plan's launches (one kernel, or several for split-K and
-repacking) and none of the per-call argument checking.
+repacking) and none of the per-call argument checking. A strided-batched problem (3-D operands)
+gets gemm_batched's plan (``api.prepare(..., batched=True)``): the batch is the plan's, one
+launch over every matrix, on the same tensors.
 """
 from __future__ import annotations
 
@@ -21,7 +23,9 @@ from .. import check as _check
 
 @dataclass
 class Operands:
-    """The timed problem: torch tensors a (M x K), b (K x N) in ``layout``, out (M x N, row-major)."""
+    """The timed problem: torch tensors a (M x K), b (K x N) in ``layout``, out (M x N, row-major);
+    for a strided-batched problem a (batch x M x K), b (batch x K x N) and out (batch x M x N),
+    batch outermost, each matrix in ``layout`` (for 't' column-major: strides (M*K, 1, M) for a)."""
 
     M: int
     N: int
@@ -34,12 +38,28 @@ class Operands:
     _ref: object = None
 
     @staticmethod
-    def make(M: int, N: int, K: int, layout: str = "nn", device: int = 0, seed: int = 1234) -> "Operands":
+    def make(M: int, N: int, K: int, layout: str = "nn", device: int = 0, seed: int = 1234,
+             batch: int = 1) -> "Operands":
+        """Fresh operands on CUDA device ``device`` (an index; a torch device string such as "cpu"
+        also works, for tests). ``batch`` > 1: 3-D batch-strided contiguous tensors."""
         import torch
 
-        a, b, _ = _check.random_operands(M, N, K, layout, device=f"cuda:{device}", seed=seed)
-        out = torch.full((M, N), float("nan"), dtype=torch.float32, device=f"cuda:{device}")
+        where = device if isinstance(device, str) else f"cuda:{device}"
+        lead = (batch,) if batch > 1 else ()
+        a, b, _ = _check.random_operands(M, N, K, layout, batch=batch if batch > 1 else None, device=where,
+                                         seed=seed)
+        out = torch.full(lead + (M, N), float("nan"), dtype=torch.float32, device=where)
         return Operands(M, N, K, layout, a, b, out, device)
+
+    @property
+    def batch(self) -> int:
+        """Matrices in the problem: 1 for 2-D operands, else the leading extent of ``out``."""
+        return int(self.out.shape[0]) if self.out.dim() == 3 else 1
+
+    @property
+    def batched(self) -> bool:
+        """3-D operands (gemmlab's gemm_batched / torch.bmm), even with a batch of 1."""
+        return self.out.dim() == 3
 
     @property
     def stream_handle(self) -> int:
@@ -51,18 +71,34 @@ class Operands:
         self.out.fill_(float("nan"))
 
     def reference(self):
-        """float64 a @ b, computed once per operand set."""
+        """float64 a @ b (every batch element), computed once per operand set."""
         if self._ref is None:
             self._ref = _check.reference(self.a, self.b, None, 1.0, 0.0)
         return self._ref
 
     def check_out(self, precision: str = "ieee") -> _check.CheckResult:
         """Compare ``out`` (after a launch with alpha 1, beta 0) with the float64 reference,
-        within the tolerance of ``precision``."""
+        within the tolerance of ``precision``; a batched ``out`` passes only when every matrix
+        of it does (:func:`compare_each`)."""
         import torch
 
-        torch.cuda.synchronize(self.device)
-        return _check.compare(self.out, self.reference(), self.K, precision)
+        if getattr(self.out, "is_cuda", False):
+            torch.cuda.synchronize(self.device)
+        return compare_each(self.out, self.reference(), self.K, precision)
+
+
+def compare_each(out, ref, K: int, precision: str = "ieee") -> _check.CheckResult:
+    """gemmlab.check.compare, for a batch one matrix at a time: the result holds the largest
+    relative error of any batch element, and passes only when every element passes (a wrong or
+    unwritten matrix cannot hide in the norm of the whole batch). 2-D: ``check.compare``."""
+    if out.dim() != 3:
+        return _check.compare(out, ref, K, precision)
+    if out.shape[0] == 0:
+        return _check.compare(out, ref, K, precision)
+    each = [_check.compare(out[i], ref[i], K, precision) for i in range(out.shape[0])]
+    worst = max(each, key=lambda r: r.rel_error)
+    return _check.CheckResult(worst.rel_error, worst.tolerance, all(r.finite for r in each),
+                              all(r.correct for r in each))
 
 
 @dataclass
@@ -84,8 +120,13 @@ class Candidate:
     config: dict | None = None
     precision: str = "ieee"          # what it computes at: "ieee", "tf32" or "tf32x3" (check tolerance)
 
-    def check(self, M, N, K, layout):  # pragma: no cover - overridden
+    def check(self, M, N, K, layout, batch: int = 1):  # pragma: no cover - overridden
         raise NotImplementedError
+
+    def unsupported(self, ops) -> str | None:
+        """Why this candidate does not run on ``ops`` (its row is recorded as skipped, not as an
+        error), or None when it does."""
+        return None
 
     def prepare(self, ops: Operands) -> Prepared:  # pragma: no cover - overridden
         raise NotImplementedError
@@ -97,17 +138,30 @@ class Candidate:
                 "config": self.config, "precision": self.precision}
 
 
-def check_callable(fn, M, N, K, layout, precision: str = "ieee") -> _check.CheckResult:
+def check_callable(fn, M, N, K, layout, precision: str = "ieee", batch: int = 1) -> _check.CheckResult:
     """gemmlab.check's procedure for anything that computes ``out = alpha a b + beta c``:
-    ``fn(a, b, c, alpha, beta, out)``."""
+    ``fn(a, b, c, alpha, beta, out)``; ``batch`` > 1: 3-D operands, every matrix checked."""
     import torch
 
-    a, b, c = _check.random_operands(M, N, K, layout)
+    a, b, c = _check.random_operands(M, N, K, layout, batch=batch if batch > 1 else None)
     out = _check.poisoned_like(c)
     ref = _check.reference(a, b, c, _check.ALPHA, _check.BETA)
     fn(a, b, c, _check.ALPHA, _check.BETA, out)
     torch.cuda.synchronize()
-    return _check.compare(out, ref, K, precision)
+    return compare_each(out, ref, K, precision)
+
+
+def _gemmlab_check(stage, M, N, K, layout, batch, config=None, precision=None) -> _check.CheckResult:
+    """gemmlab's own check (check.check_stage) for 2-D; for a batch, gemm_batched on 3-D operands
+    through :func:`check_callable`, so that every matrix of the batch is checked."""
+    if batch <= 1:
+        return _check.check_stage(stage, M, N, K, layout, config=config, precision=precision)
+    import gemmlab
+
+    def run(a, b, c, alpha, beta, out):
+        gemmlab.gemm_batched(a, b, c, alpha=alpha, beta=beta, out=out, stage=stage, config=config,
+                             precision=precision)
+    return check_callable(run, M, N, K, layout, precision or _check.stage_precision(stage), batch)
 
 
 # ---- gemmlab stages ----------------------------------------------------------------------
@@ -150,13 +204,14 @@ class StageCandidate(Candidate):
                          config=cfg, precision=spec.precision)
         self.spec = spec
 
-    def check(self, M, N, K, layout):
-        return _check.check_stage(self.spec.id, M, N, K, layout, config=self.config)
+    def check(self, M, N, K, layout, batch: int = 1):
+        return _gemmlab_check(self.spec.id, M, N, K, layout, batch, config=self.config)
 
     def prepare(self, ops: Operands) -> Prepared:
         from ..api import prepare
 
-        plan, enqueue = prepare(ops.a, ops.b, out=ops.out, stage=self.spec.id, config=self.config)
+        plan, enqueue = prepare(ops.a, ops.b, out=ops.out, stage=self.spec.id, config=self.config,
+                                batched=ops.batched)
         return _prepared(plan, enqueue, ops, self.spec)
 
 
@@ -184,13 +239,15 @@ class AutoCandidate(Candidate):
                          + (f"; precision={precision!r}" if suffix else ""), notes="001, 000 §12",
                          precision=precision)
 
-    def check(self, M, N, K, layout):
-        return _check.check_stage("auto", M, N, K, layout, precision=self.precision)
+    def check(self, M, N, K, layout, batch: int = 1):
+        return _gemmlab_check("auto", M, N, K, layout, batch, precision=self.precision)
 
     def prepare(self, ops: Operands) -> Prepared:
         from ..api import prepare
 
-        plan, enqueue = prepare(ops.a, ops.b, out=ops.out, stage="auto", precision=self.precision)
+        # 3-D operands go through gemm_batched's plan (one launch over the batch, no copies)
+        plan, enqueue = prepare(ops.a, ops.b, out=ops.out, stage="auto", precision=self.precision,
+                                batched=ops.batched)
         prep = _prepared(plan, enqueue, ops)
         self.config = plan.describe()
         return prep

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from ..cli import need_gpu, positive_int, usage_error
-from . import stats
+from . import stats, suites
 from .timing import Policy
 
 LAYOUTS = ("nn", "nt", "tn", "tt")
@@ -52,16 +52,35 @@ def register(sub) -> None:
 
     p = sub.add_parser("sweep", help="gemmlab's stage='auto' against cuBLAS and Triton over a suite of shapes (GPU)",
                        description="Run gemmlab as users call it (stage='auto': skinny kernel, tuned table or "
-                                   "heuristic, split-K) and the baselines on every shape of a suite, each "
-                                   "checked against float64, then timed; the table gives the ratio to cuBLAS "
-                                   "per shape and its geometric mean. --out writes sweep.json/csv/png.")
-    p.add_argument("--suite", default=None, help="issue9 (default), squares, all, transformer or heldout (gemmlab/bench/suites.py)")
+                                   "heuristic, split-K; gemm_batched for batched entries) and the baselines on "
+                                   "every entry of a suite, each checked against float64 (every matrix of a "
+                                   "batch), then timed. An entry is a shape MxNxK, or MxNxKxBATCH (strided "
+                                   "batched: 3-D operands, batch outermost), in a layout: its own (a :LAYOUT "
+                                   "suffix, or the suite's, e.g. wide), else --layout; --layouts runs every "
+                                   "entry in each layout listed instead. The table has one row per entry (M, N, "
+                                   "K, batch, layout) with the ratio to cuBLAS, and its geometric mean and "
+                                   "minimum over all entries, per layout and for the batched ones. Triton rows "
+                                   "of batched entries are skipped (its kernel is 2-D). --out writes "
+                                   "sweep.json/csv/png; the JSON (also --json) is a gemmlab.ladder/2 document "
+                                   "whose rows and problems each carry m, n, k, batch and layout "
+                                   "(docs/benchmark.md).")
+    p.add_argument("--suite", default=None,
+                   help=f"issue9 (default), squares, all, transformer, heldout or wide (issue 16: "
+                        f"{len(suites.WIDE_ENTRIES)} entries in their own layouts, every layout, "
+                        f"{sum(e[3] > 1 for e in suites.WIDE_ENTRIES)} strided-batched); gemmlab/bench/suites.py")
     p.add_argument("--shapes", default=None, metavar="SPEC",
-                   help="instead of --suite: comma-separated MxNxK (suite names allowed)")
+                   help="instead of --suite: comma-separated entries MxNxK or MxNxKxBATCH, each optionally "
+                        ":LAYOUT (4096x4096x4096:nt, 64x64x64x128:tt); suite names allowed (wide, or "
+                        "transformer:tn for a whole suite in one layout)")
+    p.add_argument("--layouts", default=None, metavar="L,...",
+                   help="run every entry (2-D and batched) in each of these layouts, comma-separated from "
+                        "nn,nt,tn,tt, replacing the entries' own layouts (not with --layout)")
     p.add_argument("--precision", choices=("ieee", "tf32", "tf32x3"), default="ieee",
                    help="gemmlab's precision= (default ieee); tf32 and tf32x3 add the cuBLAS TF32 baseline and, "
                         "for tf32x3, Triton's tf32x3 where it is installed")
-    _common(p, stages_flag=False, baselines_default=None, stem="sweep")
+    _common(p, stages_flag=False, baselines_default=None, stem="sweep", layout_default=None,
+            layout_help="the layout of entries that do not give their own (default nn): n row-major, "
+                        "t column-major A and B")
     p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("report", help="a table from a ladder.json, bench.json, sweep.json or overhead.json (no GPU)",
@@ -78,11 +97,11 @@ def register(sub) -> None:
 
 
 def _common(p, stages_flag: bool = True, baselines_default: str = "cublas,cublas_tf32,cupy,triton", stem: str = "ladder",
-            out_help: str | None = None) -> None:
+            out_help: str | None = None, layout_default: str | None = "nn", layout_help: str | None = None) -> None:
     if stages_flag:
         p.add_argument("--stages", default=None, help="comma-separated stage ids or names (default: all)")
-    p.add_argument("--layout", choices=LAYOUTS, default="nn",
-                   help="A and B storage: n row-major, t column-major (default nn)")
+    p.add_argument("--layout", choices=LAYOUTS, default=layout_default,
+                   help=layout_help or "A and B storage: n row-major, t column-major (default nn)")
     p.add_argument("--baselines", default=baselines_default,
                    help="comma-separated subset of cublas,cublas_tf32,cupy,triton,triton_tf32x3, or none (default: "
                         + (baselines_default or "by --precision: cublas,triton; tf32 adds cublas_tf32; tf32x3: "
@@ -173,7 +192,7 @@ def _run(args, problems, stage_ids, kind: str) -> int:
     _check_device(dev)
     from . import ladder
 
-    settings = ladder.Settings(problems=problems, layout=args.layout, stages=stage_ids or None,
+    settings = ladder.Settings(problems=problems, layout=args.layout or "nn", stages=stage_ids or None,
                                baselines=baselines, policy=policy, device=dev,
                                kernel_names=not args.no_kernel_names, kind=kind)
     doc = ladder.run(settings)
@@ -186,7 +205,7 @@ def _run(args, problems, stage_ids, kind: str) -> int:
         from . import report
 
         sys.stdout.write(report.plain(doc))
-    bad = [r["stage"] for r in doc["rows"] if not r["correct"]]
+    bad = [r["stage"] for r in doc["rows"] if not r["correct"] and not r.get("skipped")]
     if doc["provenance"].get("aborted"):
         print(f"gemmlab: the run stopped early: {doc['provenance']['aborted']}", file=sys.stderr)
         return 1
@@ -212,29 +231,45 @@ def cmd_ladder(args) -> int:
     return _run(args, [(s, s, s) for s in sizes], _split(args.stages) if args.stages else None, "ladder")
 
 
-def cmd_sweep(args) -> int:
-    from . import suites
-
+def sweep_entries(args) -> list[tuple]:
+    """(M, N, K, batch, layout) of every entry the sweep's arguments name, in order, without
+    duplicates; a usage error for a bad --suite, --shapes or --layouts."""
     if args.suite is not None and args.shapes is not None:
         usage_error("give --suite or --shapes, not both")
+    if args.layout is not None and args.layouts is not None:
+        usage_error("give --layout (the layout of entries without their own) or --layouts (every entry in "
+                    "each of them), not both")
     try:
         if args.shapes is not None:
-            shapes = suites.parse(args.shapes)
+            entries = suites.parse_entries(args.shapes)
         else:
-            name = (args.suite or "issue9").strip().lower()
-            if name not in suites.SUITES:
+            name = (args.suite or "issue9").strip()
+            if name.partition(":")[0].strip().lower() not in suites.SUITES:  # NAME or NAME:LAYOUT
                 raise suites.ShapeError(f"unknown suite {args.suite!r}; suites are {', '.join(suites.SUITES)}")
-            shapes = list(suites.SUITES[name])
+            entries = suites.parse_entries(name)
     except suites.ShapeError as e:
         usage_error(f"{'--shapes' if args.shapes is not None else '--suite'}: {e}")
-    batched = [suites.text(s) for s in shapes if s[3] != 1]
-    if batched:
-        usage_error(f"--shapes: {', '.join(batched)}: the sweep runs 2-D problems only (gemmlab tune takes batches)")
+    layouts = None
+    if args.layouts is not None:
+        items = [t.strip() for t in str(args.layouts).split(",")]
+        if not any(items):
+            usage_error(f"--layouts {args.layouts!r}: give one or more of {','.join(LAYOUTS)}")
+        layouts = []
+        for t in items:
+            if t.lower() not in LAYOUTS:
+                usage_error(f"--layouts: {t!r} is not a layout; use a comma-separated subset of {','.join(LAYOUTS)}")
+            if t.lower() not in layouts:
+                layouts.append(t.lower())
+    return suites.resolve(entries, args.layout or "nn", layouts)
+
+
+def cmd_sweep(args) -> int:
+    entries = sweep_entries(args)
     if args.baselines is None:
         args.baselines = {"ieee": "cublas,triton", "tf32": "cublas,cublas_tf32,triton",
                           "tf32x3": "cublas,cublas_tf32,triton_tf32x3"}[args.precision]
     token = "tuned" if args.precision == "ieee" else f"tuned-{args.precision}"
-    return _run(args, [s[:3] for s in shapes], [token], "sweep")
+    return _run(args, entries, [token], "sweep")
 
 
 _OVERHEAD_ONLY = ("sizes", "calls", "repeats", "api_size")

@@ -1,6 +1,7 @@
 """The ladder runner: every chosen stage and baseline on every problem, checked, then timed.
 
-For each problem (M, N, K, layout) one operand set is made and its float64 product computed once.
+For each problem (M, N, K, batch, layout) one operand set is made (3-D batch-strided tensors when
+batch > 1) and its float64 product computed once.
 For each candidate, in this order:
 
 1. ``prepare``: poison the output with NaN and launch once on the timed operands (alpha 1,
@@ -8,6 +9,9 @@ For each candidate, in this order:
 2. check that launch's output against the float64 product (``rel_error_timed``);
 3. check the candidate on fresh inputs with alpha 0.5, beta 3 and a random C (``rel_error``);
 4. only if both pass: time it (gemmlab/bench/timing.py).
+
+A candidate that cannot run a problem at all (the 2-D Triton baseline on a batched one) gets a
+row that says so (``skipped``: the reason) instead: not run, not a failure.
 
 cuBLAS runs first on each problem so that the progress lines can give % of cuBLAS as they go;
 the rows are stored in ladder order (stages, then baselines). ``finalize`` adds the ratios
@@ -28,14 +32,20 @@ BASELINE_ORDER = ("cublas", "cublas_tf32", "cupy", "triton", "triton_tf32x3")
 
 @dataclass
 class Settings:
-    problems: list                      # [(m, n, k), ...]
-    layout: str = "nn"
+    problems: list                      # [(m, n, k), (m, n, k, batch) or (m, n, k, batch, layout), ...]
+    layout: str = "nn"                  # the layout of problems that do not give their own
     stages: list | None = None          # stage ids or names; None: every registered stage
     baselines: tuple = BASELINE_ORDER
     policy: Policy = field(default_factory=Policy)
     device: int = 0
     kernel_names: bool = True           # ask the torch profiler for cuBLAS's kernel name
     kind: str = "ladder"
+
+    def entries(self) -> list[tuple]:
+        """Every problem as (m, n, k, batch, layout), in order, without duplicates."""
+        from .suites import resolve
+
+        return resolve(self.problems, self.layout)
 
 
 def _say(msg: str, stream=None) -> None:
@@ -140,20 +150,24 @@ def run(settings: Settings, progress=None) -> dict:
     prov["sm_clock_mhz_start"] = clock_start
     ref_clock = clocks.max_sm_mhz() or (gpu.clock_khz / 1000 if gpu.clock_khz else None)
     flush = L2Flush(settings.policy.flush_bytes, dev)
-    flops_note = f"{len(order)} candidates × {len(settings.problems)} problem(s)"
-    _say(f"gemmlab {settings.kind}: {gpu.name} ({gpu.arch}, {gpu.sms} SMs), {flops_note}, layout "
-         f"{settings.layout}; SM clock {clock_start or '?'} MHz ({clocks.source or 'no clock source'})", progress)
+    entries = settings.entries()
+    layouts = sorted({e[4] for e in entries})
+    batched = sum(1 for e in entries if e[3] > 1)
+    flops_note = (f"{len(order)} candidates × {len(entries)} problem(s)" + (f" ({batched} batched)" if batched else ""))
+    _say(f"gemmlab {settings.kind}: {gpu.name} ({gpu.arch}, {gpu.sms} SMs), {flops_note}, layout"
+         f"{'s' if len(layouts) > 1 else ''} {', '.join(layouts)}; SM clock {clock_start or '?'} MHz "
+         f"({clocks.source or 'no clock source'})", progress)
     for s in skipped:
         _say(f"  skipped {s['stage']}: {s['reason']}", progress)
 
     rows = []
     probes = []  # (row, callable): kernel names learned under the profiler once all timing is done
-    total = len(order) * len(settings.problems)
+    total = len(order) * len(entries)
     done = 0
     aborted = None
     try:
-        for (m, n, k) in settings.problems:
-            ops = Operands.make(m, n, k, settings.layout, dev)
+        for (m, n, k, batch, layout) in entries:
+            ops = Operands.make(m, n, k, layout, dev, batch=batch)
             ops.reference()
             cublas_tflops = None
             size_rows = []
@@ -189,7 +203,7 @@ def run(settings: Settings, progress=None) -> dict:
         "kind": settings.kind,
         "provenance": prov,
         "method": method_block(settings),
-        "problems": [{"m": m, "n": n, "k": k, "layout": settings.layout} for (m, n, k) in settings.problems],
+        "problems": [{"m": m, "n": n, "k": k, "batch": b, "layout": lay} for (m, n, k, b, lay) in entries],
         "rows": finalize(rows, gpu.sms, ref_clock),
         "skipped": skipped,
     }
@@ -213,7 +227,7 @@ def method_block(settings: Settings) -> dict:
                   "reference": "float64 product of the same inputs",
                   "tolerance": "base * max(1, sqrt(K / 4096)), base 1e-5 for ieee and tf32x3 rows, 2^-8 for tf32 "
                                "rows; NaN/Inf where the reference is finite fails"},
-        "flops": "2*M*N*K",
+        "flops": "2*M*N*K*batch",
         "peak": "SMs * 128 FP32 lanes * 2 * SM clock",
     }
 
@@ -222,8 +236,13 @@ def measure_candidate(cand, ops, policy, flush, read_clock, measure, probes=None
     """Prepare, check, and (if correct) time one candidate on ``ops``; return its row (no ratios).
     A candidate whose kernel name needs the profiler leaves (row, callable) in ``probes``."""
     row = cand.describe()
-    row.update(m=ops.M, n=ops.N, k=ops.K, layout=ops.layout, tflops=None, vs_cublas=None,
+    batch = getattr(ops, "batch", 1)
+    row.update(m=ops.M, n=ops.N, k=ops.K, batch=batch, layout=ops.layout, tflops=None, vs_cublas=None,
                rel_error=None, correct=False)
+    why_not = getattr(cand, "unsupported", lambda _ops: None)(ops)
+    if why_not:
+        row["skipped"] = why_not
+        return row
     try:
         ops.poison()
         prep = cand.prepare(ops)
@@ -233,7 +252,8 @@ def measure_candidate(cand, ops, policy, flush, read_clock, measure, probes=None
         if prep.probe is not None and probes is not None:
             probes.append((row, prep.probe))
         timed_check = ops.check_out(getattr(cand, "precision", "ieee"))
-        fresh_check = cand.check(ops.M, ops.N, ops.K, ops.layout)
+        fresh_check = (cand.check(ops.M, ops.N, ops.K, ops.layout, batch=batch) if batch > 1 else
+                       cand.check(ops.M, ops.N, ops.K, ops.layout))
     except Exception as e:  # one broken candidate must not stop the ladder
         row["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"[:500]
         return row
@@ -256,7 +276,7 @@ def measure_candidate(cand, ops, policy, flush, read_clock, measure, probes=None
         row["error"] = f"timing failed: {type(e).__name__}: {e}"[:500]
         return row
     s = t.summary
-    flops = stats.gemm_flops(ops.M, ops.N, ops.K)
+    flops = stats.gemm_flops(ops.M, ops.N, ops.K, batch)
     row.update(
         time_ms=s.median, time_ms_p20=s.p20, time_ms_p80=s.p80,
         tflops=stats.tflops(flops, s.median / 1e3),
@@ -268,6 +288,14 @@ def measure_candidate(cand, ops, policy, flush, read_clock, measure, probes=None
     return row
 
 
+problem_key = schema.problem_key    # (m, n, k, layout, batch) of a row
+
+
+def problem_text(row: dict) -> str:
+    """'MxNxK nn', or 'MxNxKxBATCH tt' for a batched row."""
+    return schema.problem_text(row)
+
+
 def finalize(rows: list[dict], sms: int | None, max_clock_mhz: float | None) -> list[dict]:
     """Add vs_cublas, vs_cublas_tf32, peak_tflops, vs_peak and vs_expected to every row (in place;
     returned). The peak is the FP32 FFMA peak for ieee rows and the TF32 tensor-core peak for
@@ -275,14 +303,14 @@ def finalize(rows: list[dict], sms: int | None, max_clock_mhz: float | None) -> 
     refs: dict = {}
     tf32_refs: dict = {}
     for r in rows:
-        key = (r["m"], r["n"], r["k"], r["layout"])
+        key = problem_key(r)
         if r["stage"] in ("cublas", "cupy") and r.get("tflops"):
             if r["stage"] == "cublas" or key not in refs:
                 refs[key] = r["tflops"]
         if r["stage"] == "cublas_tf32" and r.get("tflops"):
             tf32_refs[key] = r["tflops"]
     for r in rows:
-        key = (r["m"], r["n"], r["k"], r["layout"])
+        key = problem_key(r)
         ref = refs.get(key)
         t = r.get("tflops")
         r["vs_cublas"] = (t / ref) if (t and ref) else None
@@ -313,9 +341,11 @@ def finalize(rows: list[dict], sms: int | None, max_clock_mhz: float | None) -> 
 
 def progress_line(i: int, total: int, row: dict, cublas_tflops) -> str:
     w = len(str(total))
-    size = f"{row['m']}x{row['n']}x{row['k']}"
+    size = problem_text(row)
     label = f"{row['stage']} {row['name']}" if row["kind"] == "stage" else row["name"]
     head = f"[{i:>{w}}/{total}] {size} {label[:34]:<34}"
+    if row.get("skipped"):
+        return f"{head} skipped: {row['skipped']}"
     if row.get("tflops") is None:
         from .report import status
 

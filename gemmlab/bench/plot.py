@@ -3,8 +3,8 @@
 Left (or only) panel: % of cuBLAS per candidate at the largest problem, with the p20–p80 spread
 as error bars and the range the design notes expect (000 §12.2) as a grey band behind each stage.
 Right panel, when the document holds several square sizes: TFLOPS against size per candidate.
-A ``gemmlab sweep`` document (kind "sweep", any M, N, K) gets :func:`sweep_figure` instead: the
-ratio to cuBLAS per shape for gemmlab's stage='auto' and Triton.
+A ``gemmlab sweep`` document (kind "sweep", any M, N, K, batch, layout) gets :func:`sweep_figure`
+instead: the ratio to cuBLAS per entry for gemmlab's stage='auto' and Triton.
 """
 from __future__ import annotations
 
@@ -110,16 +110,25 @@ def _sweep(ax, doc: dict) -> None:
 TRITON_COLOR = "#e08a2c"
 
 
+def entry_label(r: dict) -> str:
+    """The x label of a sweep entry: 'MxNxK nn', 'MxNxKxBATCH tt' for a batched one."""
+    return report.problem_text((r["m"], r["n"], r["k"], r["layout"], r.get("batch", 1)))
+
+
 def sweep_figure(doc: dict):
-    """gemmlab sweep: per shape (any M, N, K), gemmlab auto's and Triton's TFLOPS as a ratio to
-    cuBLAS's, as grouped bars with x labels MxNxK, and a line at 1.0 (cuBLAS)."""
+    """gemmlab sweep: per entry (any M, N, K, batch and layout), gemmlab auto's and Triton's TFLOPS
+    as a ratio to cuBLAS's, as grouped bars with x labels 'MxNxK[xBATCH] layout', and a line at 1.0
+    (cuBLAS); the title gives the geometric mean and minimum, and the mean per layout and for the
+    batched entries where the sweep has them."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     rows = report.sweep_rows(doc)
     has_triton = any(r["triton_tflops"] is not None or r["triton_ratio"] is not None for r in rows) or any(
         x["stage"] == "triton" for x in doc["rows"])
-    fig = Figure(figsize=(max(10.0, 0.75 * len(rows) + 3), 5.5), layout="constrained")
+    n = len(rows)
+    width = 0.75 * n if n <= 24 else 18 + 0.45 * (n - 24)  # a long suite (wide: 73) packs tighter
+    fig = Figure(figsize=(max(10.0, width + 3), 5.5), layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.add_subplot(1, 1, 1)
     xs = list(range(len(rows)))
@@ -139,15 +148,19 @@ def sweep_figure(doc: dict):
         top = max([top] + heights)
     ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--", zorder=1, label="cuBLAS")
     ax.set_xticks(xs)
-    ax.set_xticklabels([f"{r['m']}x{r['n']}x{r['k']}" for r in rows], rotation=45, ha="right", fontsize=8)
+    ax.set_xticklabels([entry_label(r) for r in rows], rotation=45, ha="right", fontsize=8)
     ax.set_ylabel("TFLOPS / cuBLAS TFLOPS (FP32, TF32 off)")
     ax.set_ylim(0, top * 1.25)
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=8, loc="upper left", ncol=3)
     s = report.ratio_summary(rows)
     if s:
-        ax.set_title(f"gemmlab auto / cuBLAS: geometric mean {s['geomean']:.3f}, min {s['min']:.3f} "
-                     f"({s['min_shape']})", fontsize=10)
+        title = (f"gemmlab auto / cuBLAS: geometric mean {s['geomean']:.3f}, min {s['min']:.3f} "
+                 f"({s['min_shape']})")
+        groups = [f"{name.replace('layout ', '')} {g['geomean']:.3f}" for name, g in report.ratio_groups(rows) if g]
+        if groups:
+            title += "\ngeometric mean per group: " + ", ".join(groups)
+        ax.set_title(title, fontsize=10)
     p = doc["provenance"]
     gpu = (p.get("gpu") or {}).get("name", "unknown GPU")
     title = f"gemmlab stage='auto' against cuBLAS on {gpu}"

@@ -2,8 +2,9 @@
 
 - ``plain(doc)``: the terminal table ``gemmlab ladder`` prints;
 - ``markdown(doc)``: the README's table (``gemmlab report FILE --markdown``);
-- for a ``gemmlab sweep`` document (kind "sweep") both give one row per shape instead: gemmlab's
-  stage='auto' TFLOPS and what it ran, cuBLAS and Triton, the ratios, and their geometric mean;
+- for a ``gemmlab sweep`` document (kind "sweep") both give one row per entry (shape, batch and
+  layout) instead: gemmlab's stage='auto' TFLOPS and what it ran, cuBLAS and Triton, the ratios,
+  and their geometric mean and minimum over all entries, per layout and for the batched ones;
 - ``csv_text(doc)``: ladder.csv, with the CUTLASS profiler's column names where they apply.
 """
 from __future__ import annotations
@@ -47,13 +48,13 @@ def read_json(path):
 
 
 def kind_of(doc) -> str | None:
-    """"ladder", "bench", "sweep" (a gemmlab.ladder/1 document), "overhead", or None for anything
+    """"ladder", "bench", "sweep" (a gemmlab.ladder/1 or /2 document), "overhead", or None for anything
     else (bank_probe.json, a tuning table, ...)."""
     if not isinstance(doc, dict):
         return None
     if doc.get("schema") == OVERHEAD_SCHEMA or (doc.get("kind") == "overhead" and "schema" not in doc):
         return "overhead"
-    if doc.get("schema") == schema.SCHEMA or ("schema" not in doc and doc.get("kind") in schema.KINDS):
+    if doc.get("schema") in schema.READABLE or ("schema" not in doc and doc.get("kind") in schema.KINDS):
         return doc.get("kind") if doc.get("kind") in schema.KINDS else "ladder"
     return None
 
@@ -68,8 +69,9 @@ def load_any(path) -> tuple[str, dict]:
         what = (f"its schema is {doc['schema']!r}" if isinstance(doc, dict) and "schema" in doc else
                 f"no 'schema' field; its keys: {', '.join(list(doc)[:6])}" if isinstance(doc, dict)
                 else f"its top level is a JSON {type(doc).__name__}")
-        raise schema.SchemaError(f"{p}: not a document gemmlab report reads ({what}); it reads {schema.SCHEMA} "
-                                 f"and {OVERHEAD_SCHEMA} documents, the JSON that {WRITERS} writes", name=str(p))
+        raise schema.SchemaError(f"{p}: not a document gemmlab report reads ({what}); it reads "
+                                 f"{', '.join(schema.READABLE)} and {OVERHEAD_SCHEMA} documents, the JSON that "
+                                 f"{WRITERS} writes", name=str(p))
     if kind == "overhead":
         rows = doc.get("rows")
         if not isinstance(rows, list) or not all(isinstance(r, dict) and "size" in r and "call" in r for r in rows):
@@ -122,9 +124,12 @@ def _bytes(b) -> str:
 
 
 def status(row: dict) -> str:
-    """"ok" (timed), "FAIL" (a correctness check failed) or "ERROR" (raised, or timing failed)."""
+    """"ok" (timed), "FAIL" (a correctness check failed), "ERROR" (raised, or timing failed) or
+    "skip" (the candidate does not run this problem: ``skipped`` says why)."""
     if row.get("tflops") is not None:
         return "ok"
+    if row.get("skipped"):
+        return "skip"
     return "FAIL" if (row.get("rel_error") is not None and not row.get("correct")) else "ERROR"
 
 
@@ -159,24 +164,34 @@ def cells(row: dict, markdown: bool = False) -> list[str]:
 
 # ---- grouping -----------------------------------------------------------------------------
 
+problem_key = schema.problem_key    # (m, n, k, layout, batch) of a row
+problem_text = schema.problem_text  # 'MxNxK nn' / 'MxNxKxB tt'
+
+
 def problems(doc: dict) -> list[tuple]:
-    """(m, n, k, layout) of every problem, in the document's order."""
+    """(m, n, k, layout, batch) of every problem, in the document's order (batch 1 in documents
+    without batches)."""
     seen = []
     for r in doc["rows"]:
-        key = (r["m"], r["n"], r["k"], r["layout"])
+        key = problem_key(r)
         if key not in seen:
             seen.append(key)
     return seen
 
 
 def rows_of(doc: dict, key: tuple) -> list[dict]:
-    return [r for r in doc["rows"] if (r["m"], r["n"], r["k"], r["layout"]) == key]
+    return [r for r in doc["rows"] if problem_key(r) == key]
+
+
+def _shape_text(key: tuple) -> str:
+    m, n, k, _, batch = key
+    shape = f"{m}³" if m == n == k else f"{m}×{n}×{k}"
+    return shape + (f" ×{batch}" if batch != 1 else "")
 
 
 def problem_title(key: tuple) -> str:
-    m, n, k, layout = key
-    shape = f"{m}³" if m == n == k else f"{m}×{n}×{k}"
-    return f"{shape} ({layout})"
+    """'4096³ (nn)', '1000×2000×300 (nt)', '64³ ×128 (tt)' (a batch of 128)."""
+    return f"{_shape_text(key)} ({key[3]})"
 
 
 def _clock(doc: dict, key=None) -> str:
@@ -217,7 +232,7 @@ def _sweep(doc: dict) -> tuple[list[str], list[list[str]]]:
         if r["stage"] not in names:
             names[r["stage"]] = label(r)
             order.append(r["stage"])
-    head = ["TFLOPS"] + [problem_title(k).split(" ")[0] for k in keys]
+    head = ["TFLOPS"] + [_shape_text(k) for k in keys]
     body = []
     for sid in order:
         line = [names[sid]]
@@ -233,8 +248,8 @@ def _sweep(doc: dict) -> tuple[list[str], list[list[str]]]:
 
 AUTO_STAGES = ("tuned", "auto", "tuned-tf32x3", "tuned-tf32")  # the auto row of an ieee, tf32x3 or tf32 sweep
 TRITON_STAGES = ("triton", "triton_tf32x3")
-SWEEP_COLUMNS = ("M", "N", "K", "gemmlab auto TFLOPS", "ran", "cuBLAS TFLOPS", "Triton TFLOPS",
-                 "auto / cuBLAS", "Triton / cuBLAS")
+SWEEP_COLUMNS = ("M", "N", "K", "batch", "layout", "gemmlab auto TFLOPS", "ran", "cuBLAS TFLOPS",
+                 "Triton TFLOPS", "auto / cuBLAS", "Triton / cuBLAS")
 TF32_COLUMN = "cuBLAS TF32 TFLOPS"  # after "cuBLAS TFLOPS" where the sweep has that baseline
 
 
@@ -271,7 +286,8 @@ def ran_text(cfg) -> str:
 
 
 def sweep_rows(doc: dict) -> list[dict]:
-    """Per problem: the auto row's TFLOPS and plan, cuBLAS's and Triton's TFLOPS, the ratios."""
+    """Per problem (shape, batch, layout): the auto row's TFLOPS and plan, cuBLAS's and Triton's
+    TFLOPS, the ratios."""
     out = []
     for key in problems(doc):
         rs = rows_of(doc, key)
@@ -279,7 +295,7 @@ def sweep_rows(doc: dict) -> list[dict]:
         auto, cub, tri = pick(AUTO_STAGES), pick(("cublas", "cupy")), pick(TRITON_STAGES)
         tf32 = pick(("cublas_tf32",))
         t = lambda r: None if r is None else r.get("tflops")  # noqa: E731
-        out.append({"m": key[0], "n": key[1], "k": key[2], "layout": key[3],
+        out.append({"m": key[0], "n": key[1], "k": key[2], "layout": key[3], "batch": key[4],
                     "auto": auto, "cublas": cub, "triton": tri, "cublas_tf32": tf32,
                     "auto_tflops": t(auto), "ran": ran_text((auto or {}).get("config")),
                     "cublas_tflops": t(cub), "triton_tflops": t(tri), "cublas_tf32_tflops": t(tf32),
@@ -288,15 +304,37 @@ def sweep_rows(doc: dict) -> list[dict]:
     return out
 
 
+def _row_key(r: dict) -> tuple:
+    return (r["m"], r["n"], r["k"], r["layout"], r.get("batch", 1))
+
+
 def ratio_summary(rows: list[dict]) -> dict | None:
-    """Geometric mean and minimum of auto / cuBLAS over the shapes that have one."""
+    """Geometric mean and minimum of auto / cuBLAS over the entries (of ``sweep_rows``) that have
+    one; ``min_shape`` names the worst entry ('MxNxK[xB] layout')."""
     have = [r for r in rows if r["ratio"]]
     if not have:
         return None
     geo = math.exp(sum(math.log(r["ratio"]) for r in have) / len(have))
     worst = min(have, key=lambda r: r["ratio"])
-    return {"geomean": geo, "min": worst["ratio"], "min_shape": f"{worst['m']}x{worst['n']}x{worst['k']}",
+    return {"geomean": geo, "min": worst["ratio"], "min_shape": problem_text(_row_key(worst)),
             "shapes": len(have), "of": len(rows)}
+
+
+def ratio_groups(rows: list[dict]) -> list[tuple[str, dict | None]]:
+    """The summary per group, where the sweep has more than one of a kind: ("layout nn", summary)
+    for each layout present (when there are several), then ("batched", ...) and ("2-D", ...) when
+    some entries are batched. A group none of whose entries has a ratio gets None."""
+    out = []
+    layouts = sorted({r["layout"] for r in rows})
+    if len(layouts) > 1:
+        out += [(f"layout {lay}", ratio_summary([r for r in rows if r["layout"] == lay])) for lay in layouts]
+    batched = [r for r in rows if r.get("batch", 1) > 1]
+    if batched:
+        out.append(("batched", ratio_summary(batched)))
+        single = [r for r in rows if r.get("batch", 1) == 1]
+        if single:
+            out.append(("2-D", ratio_summary(single)))
+    return out
 
 
 def _sweep_cells(r: dict, with_tf32: bool = False) -> list[str]:
@@ -305,29 +343,51 @@ def _sweep_cells(r: dict, with_tf32: bool = False) -> list[str]:
             return f"{x:.2f}"
         return status(row) if row is not None else "—"
     ratio = lambda x: "—" if x is None else f"{x:.3f}"  # noqa: E731
-    cells = [str(r["m"]), str(r["n"]), str(r["k"]), tf(r["auto_tflops"], r["auto"]), r["ran"],
+    cells = [str(r["m"]), str(r["n"]), str(r["k"]), str(r.get("batch", 1)), r["layout"],
+             tf(r["auto_tflops"], r["auto"]), r["ran"],
              tf(r["cublas_tflops"], r.get("cublas")), tf(r["triton_tflops"], r.get("triton")),
              ratio(r["ratio"]), ratio(r["triton_ratio"])]
     if with_tf32:
-        cells.insert(6, tf(r["cublas_tf32_tflops"], r.get("cublas_tf32")))
+        cells.insert(cells_tf32_at, tf(r["cublas_tf32_tflops"], r.get("cublas_tf32")))
     return cells
 
 
+cells_tf32_at = SWEEP_COLUMNS.index("cuBLAS TFLOPS") + 1  # where the cuBLAS TF32 cell goes
+
+
 def _sweep_title(doc: dict, rows: list[dict]) -> str:
-    layouts = ", ".join(sorted({r["layout"] for r in rows}))
+    lays = sorted({r["layout"] for r in rows})
+    what = ("layouts " if len(lays) > 1 else "layout ") + ", ".join(lays)
+    batched = sum(1 for r in rows if r.get("batch", 1) > 1)
+    if batched:
+        what += f"; {batched} of {len(rows)} entries strided-batched"
     prec = sweep_precision(doc)
     if prec == "ieee":
-        return f"**gemmlab stage='auto' against cuBLAS and Triton** (layout {layouts})"
+        return f"**gemmlab stage='auto' against cuBLAS and Triton** ({what})"
     return (f"**gemmlab stage='auto', precision={prec!r}, against cuBLAS FP32, cuBLAS TF32 and Triton "
-            f"{prec}** (layout {layouts}; ratios are to cuBLAS FP32)")
+            f"{prec}** ({what}; ratios are to cuBLAS FP32)")
+
+
+def _summary_text(s: dict | None, what: str = "shape(s)") -> str:
+    if s is None:
+        return "no entry has gemmlab auto and cuBLAS both timed"
+    return (f"over {s['shapes']} of {s['of']} {what}: geometric mean {s['geomean']:.3f}, "
+            f"min {s['min']:.3f} ({s['min_shape']})")
+
+
+def summary_lines(rows) -> list[str]:
+    """The summary under a sweep's table: over every entry, then (where the sweep has several)
+    per layout, and for the batched and the 2-D entries."""
+    s = ratio_summary(rows)
+    if s is None:
+        head = "gemmlab auto / cuBLAS: no shape has both timed"
+    else:
+        head = f"gemmlab auto / cuBLAS {_summary_text(s)}"
+    return [head] + [f"{name}: {_summary_text(g, 'entries')}" for name, g in ratio_groups(rows)]
 
 
 def _summary_line(rows) -> str:
-    s = ratio_summary(rows)
-    if s is None:
-        return "gemmlab auto / cuBLAS: no shape has both timed"
-    return (f"gemmlab auto / cuBLAS over {s['shapes']} of {s['of']} shape(s): geometric mean {s['geomean']:.3f}, "
-            f"min {s['min']:.3f} ({s['min_shape']})")
+    return summary_lines(rows)[0]
 
 
 def sweep_markdown(doc: dict) -> str:
@@ -341,7 +401,8 @@ def sweep_markdown(doc: dict) -> str:
     out.append("|" + "|".join(" --- " if c == "ran" else " ---: " for c in cols) + "|")
     for r in rows:
         out.append("| " + " | ".join(c.replace("|", "\\|") for c in _sweep_cells(r, TF32_COLUMN in cols)) + " |")
-    out += ["", _summary_line(rows)]
+    lines = summary_lines(rows)
+    out += ["", lines[0]] + [f"* {ln}" for ln in lines[1:]]  # "*": a list of its own, apart from the notes
     notes = _footnotes(doc)
     if notes:
         out += [""] + [f"- {n}" for n in notes]
@@ -353,8 +414,9 @@ def sweep_plain(doc: dict) -> str:
     rows = sweep_rows(doc)
     cols = sweep_columns(rows)
     out += [""] + _align(cols, [_sweep_cells(r, TF32_COLUMN in cols) for r in rows],
-                         right={i for i, c in enumerate(cols) if c != "ran"})
-    out += ["", _summary_line(rows)]
+                         right={i for i, c in enumerate(cols) if c not in ("ran", "layout")})
+    lines = summary_lines(rows)
+    out += ["", lines[0]] + [f"  {ln}" for ln in lines[1:]]
     notes = _footnotes(doc, plain=True)
     if notes:
         out += [""] + notes
@@ -427,7 +489,14 @@ def _footnotes(doc: dict, plain: bool = False) -> list[str]:
         notes.append("*: the per-candidate time budget ended timing early (fewer repetitions)")
     for r in doc["rows"]:
         if r.get("error"):
-            notes.append(f"{label(r)} at {problem_title((r['m'], r['n'], r['k'], r['layout']))}: {r['error']}")
+            notes.append(f"{label(r)} at {problem_title(problem_key(r))}: {r['error']}")
+    skips: dict = {}  # (candidate, reason) -> the problems it skipped, said once
+    for r in doc["rows"]:
+        if r.get("skipped") and not r.get("error"):
+            skips.setdefault((label(r), r["skipped"]), []).append(problem_title(problem_key(r)))
+    for (who, why), where in skips.items():
+        shown = ", ".join(where[:4]) + (f" and {len(where) - 4} more" if len(where) > 4 else "")
+        notes.append(f"{who} skipped on {len(where)} problem(s) ({shown}): {why}")
     for s in doc.get("skipped") or []:
         notes.append(f"skipped {s['stage']}: {s['reason']}")
     return notes
@@ -448,24 +517,24 @@ def csv_rows(doc: dict) -> list[dict]:
     keys = problems(doc)
     out = []
     for r in doc["rows"]:
-        m, n, k, layout = r["m"], r["n"], r["k"], r["layout"]
+        m, n, k, layout, batch = key = problem_key(r)
         cfg = r.get("config") or {}
         if isinstance(cfg.get("config"), dict):  # the tuned row: the plan's description
             cfg = cfg["config"]
         provider = "gemmlab" if r["kind"] == "stage" else {"cublas": "cuBLAS", "cupy": "cuBLAS"}.get(r["stage"], r["stage"].capitalize())
         ms = r.get("time_ms")
-        nbytes = stats.gemm_bytes(m, n, k)
-        flops = stats.gemm_flops(m, n, k)
+        nbytes = stats.gemm_bytes(m, n, k) * batch
+        flops = stats.gemm_flops(m, n, k, batch)
         disp, state = {"ok": ("passed", "success"), "FAIL": ("failed", "success"),
-                       "ERROR": ("not_run", "error")}[status(r)]
+                       "ERROR": ("not_run", "error"), "skip": ("not_run", "not_supported")}[status(r)]
         clocks = [c for c in (r.get("sm_clock_mhz_before"), r.get("sm_clock_mhz_after")) if c]
         out.append({
-            "Problem": keys.index((m, n, k, layout)) + 1, "Provider": provider, "OperationKind": "gemm",
+            "Problem": keys.index(key) + 1, "Provider": provider, "OperationKind": "gemm",
             "Operation": r.get("kernel") or r["stage"], "Disposition": disp, "Status": state,
             "gemm_kind": "universal", "m": m, "n": n, "k": k,
             "A": "f32:" + ("row" if layout[0] == "n" else "column"),
             "B": "f32:" + ("row" if layout[1] == "n" else "column"),
-            "C": "f32:row", "D": "f32:row", "alpha": 1, "beta": 0, "batch_count": 1,
+            "C": "f32:row", "D": "f32:row", "alpha": 1, "beta": 0, "batch_count": batch,
             "op_class": "simt", "accum": "f32",
             "cta_m": cfg.get("block_m", ""), "cta_n": cfg.get("block_n", ""), "min_cc": "",
             "Bytes": nbytes, "Flops": flops, "Flops/Byte": flops // nbytes if nbytes else "",

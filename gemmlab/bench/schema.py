@@ -4,6 +4,11 @@
 list: docs/benchmark.md documents each of them (a test checks that it does), and ``validate``
 checks a document against them, including the arithmetic that ties the numbers together
 (TFLOPS from the time, p20 <= median <= p80, ratios to the cuBLAS row).
+
+Versions: ``gemmlab.ladder/2`` added strided-batched problems (``batch`` per row and problem;
+FLOPs 2·M·N·K·batch) and rows that a candidate skipped (``skipped``). A ``gemmlab.ladder/1``
+document (no batch: every problem a single GEMM) is still read: it is a valid /2 document whose
+rows all have batch 1.
 """
 from __future__ import annotations
 
@@ -11,7 +16,8 @@ import math
 
 from . import stats
 
-SCHEMA = "gemmlab.ladder/1"
+SCHEMA = "gemmlab.ladder/2"
+READABLE = ("gemmlab.ladder/1", SCHEMA)  # the versions validate() and gemmlab report read
 
 NUM = (int, float)
 _N = type(None)
@@ -19,7 +25,7 @@ _N = type(None)
 # name -> (allowed types, description). The first five are the contract's minimum (DESIGN.md).
 FIELDS: dict[str, tuple[tuple, str]] = {
     "stage": ((str,), "stage id (s01 ... tuned) or baseline id (cublas, cupy, triton)"),
-    "tflops": (NUM + (_N,), "2·M·N·K / median time, in TFLOP/s; null when not timed (failed check or error)"),
+    "tflops": (NUM + (_N,), "2·M·N·K·batch / median time, in TFLOP/s; null when not timed (failed check, error or skipped)"),
     "vs_cublas": (NUM + (_N,), "tflops / tflops of the cuBLAS row of the same problem (1.0 = cuBLAS; torch's cuBLAS, else CuPy's); null without one"),
     "rel_error": (NUM + (_N,), "‖out − ref‖_F / ‖ref‖_F of the correctness check (fresh inputs, alpha 0.5, beta 3, random C, float64 reference)"),
     "correct": ((bool,), "both checks passed (rel_error and rel_error_timed within tolerance, no NaN/Inf); only correct candidates are timed"),
@@ -31,6 +37,7 @@ FIELDS: dict[str, tuple[tuple, str]] = {
     "n": ((int,), "columns of B and D"),
     "k": ((int,), "columns of A, rows of B"),
     "layout": ((str,), "A and B storage: n = row-major, t = column-major (a transposed view); D is row-major"),
+    "batch": ((int,), "matrices in a strided-batched problem (3-D operands, batch outermost, each matrix in the layout); 1 (or absent, before gemmlab.ladder/2) for a single GEMM"),
     "tolerance": (NUM + (_N,), "the pass threshold for rel_error: base · max(1, sqrt(K/4096)), base 1e-5 for ieee and tf32x3, 2^-8 for tf32 (gemmlab/check.py)"),
     "precision": ((str, _N), '"ieee" (FP32 FFMA), "tf32" (tensor cores, 10-bit inputs) or "tf32x3" (FP32-accurate tensor cores): what the row computes at, and so its tolerance'),
     "vs_cublas_tf32": (NUM + (_N,), "tflops / tflops of the cuBLAS TF32 row (cublas_tf32) of the same problem; only where that row exists"),
@@ -71,6 +78,7 @@ FIELDS: dict[str, tuple[tuple, str]] = {
     "tf32_settings": ((dict, _N), "cuBLAS via torch: the TF32 switches as read back after turning TF32 off"),
     "cupy_tf32_env": ((str, _N), "cuBLAS via CuPy: CUPY_TF32 as CuPy saw it (null = unset = TF32 off)"),
     "error": ((str, _N), "why the row has no timing: the exception, or which check failed"),
+    "skipped": ((str, _N), "why the candidate did not run on this problem at all (e.g. the 2-D Triton baseline on a batched problem); such a row is not timed and is no failure"),
 }
 
 KINDS = ("ladder", "bench", "sweep")  # the document kinds (TOP_FIELDS["kind"])
@@ -78,11 +86,11 @@ KINDS = ("ladder", "bench", "sweep")  # the document kinds (TOP_FIELDS["kind"])
 REQUIRED = ("stage", "tflops", "vs_cublas", "rel_error", "correct", "name", "kind", "m", "n", "k", "layout")
 
 TOP_FIELDS: dict[str, tuple[tuple, str]] = {
-    "schema": ((str,), f'"{SCHEMA}"'),
+    "schema": ((str,), f'"{SCHEMA}" ("gemmlab.ladder/1", before batches, is read too)'),
     "kind": ((str,), '"ladder", "bench" or "sweep" (gemmlab sweep: stage=\'auto\' and the baselines over a suite of shapes)'),
     "provenance": ((dict,), "where the numbers come from (below)"),
     "method": ((dict,), "the timing and checking method: policy, flush size, alpha/beta, tolerance rule"),
-    "problems": ((list,), "the problems run, in order: {m, n, k, layout}"),
+    "problems": ((list,), "the problems run, in order: {m, n, k, batch, layout} (no batch before gemmlab.ladder/2)"),
     "rows": ((list,), "one per candidate and problem, stages in ladder order then baselines"),
     "skipped": ((list,), "candidates not run, each {stage, reason} (library missing, compute capability too low)"),
 }
@@ -111,10 +119,11 @@ class SchemaError(ValueError):
     """A document that does not follow the schema (or is not one at all). ``problems`` lists
     every problem found, ``name`` says which document (the file, or "ladder.json")."""
 
-    def __init__(self, message: str, problems=(), name: str = ""):
+    def __init__(self, message: str, problems=(), name: str = "", version: str | None = None):
         super().__init__(message)
         self.problems = list(problems)
         self.name = name
+        self.version = version if version in READABLE else SCHEMA  # the schema the document was checked as
 
     def summary(self, shown: int = 3) -> str:
         """One line: the document, how many problems, the first ``shown`` of them."""
@@ -122,7 +131,7 @@ class SchemaError(ValueError):
             return str(self).replace("\n", "; ")
         first = "; ".join(self.problems[:shown])
         more = f"; ... and {len(self.problems) - shown} more" if len(self.problems) > shown else ""
-        return (f"{self.name} does not follow the {SCHEMA} schema ({len(self.problems)} problem"
+        return (f"{self.name} does not follow the {self.version} schema ({len(self.problems)} problem"
                 f"{'s' if len(self.problems) != 1 else ''}): {first}{more}")
 
 
@@ -149,8 +158,8 @@ def validate(doc: dict, name: str | None = None) -> dict:
             errs.append(f"top-level {key!r}: {type(doc[key]).__name__}, expected {_names(types)}")
     if isinstance(doc.get("kind"), str) and doc["kind"] not in KINDS:
         errs.append(f"kind {doc['kind']!r}: expected one of {', '.join(KINDS)}")
-    if doc.get("schema") not in (None, SCHEMA):
-        errs.append(f"schema {doc.get('schema')!r}: this gemmlab reads {SCHEMA!r}")
+    if doc.get("schema") not in (None,) + READABLE:
+        errs.append(f"schema {doc.get('schema')!r}: this gemmlab reads {' and '.join(map(repr, READABLE))}")
     prov = doc.get("provenance") if isinstance(doc.get("provenance"), dict) else {}
     for key in ("fixture", "date", "command", "versions"):
         if key not in prov:
@@ -167,7 +176,8 @@ def validate(doc: dict, name: str | None = None) -> dict:
         if not (isinstance(s, dict) and isinstance(s.get("stage"), str) and isinstance(s.get("reason"), str)):
             errs.append(f"skipped[{i}]: expected {{stage, reason}} strings")
     if errs:
-        raise SchemaError(f"{name} does not follow the schema:\n  " + "\n  ".join(errs), errs, name)
+        raise SchemaError(f"{name} does not follow the schema:\n  " + "\n  ".join(errs), errs, name,
+                          doc.get("schema"))
     return doc
 
 
@@ -182,7 +192,11 @@ def validate_row(row) -> list[str]:
             errs.append(f"{key}: {type(val).__name__} {val!r}, expected {_names(FIELDS[key][0])}")
     if errs:
         return errs
+    if row.get("batch", 1) < 1:
+        errs.append(f"batch {row['batch']}: must be >= 1")
     t = row["tflops"]
+    if t is not None and row.get("skipped"):
+        errs.append("timed although skipped")
     if t is not None:
         if not row["correct"]:
             errs.append("timed although not correct")
@@ -192,9 +206,9 @@ def validate_row(row) -> list[str]:
         if ms is None:
             errs.append("tflops without time_ms")
         else:
-            want = stats.tflops(stats.gemm_flops(row["m"], row["n"], row["k"]), ms / 1e3)
+            want = stats.tflops(stats.gemm_flops(row["m"], row["n"], row["k"], row.get("batch", 1)), ms / 1e3)
             if abs(want - t) > 0.005 * want:
-                errs.append(f"tflops {t} does not match 2·m·n·k / time_ms ({want:.4g})")
+                errs.append(f"tflops {t} does not match 2·m·n·k·batch / time_ms ({want:.4g})")
         p20, p80 = row.get("time_ms_p20"), row.get("time_ms_p80")
         if ms is not None and p20 is not None and p80 is not None and not (p20 <= ms * (1 + 1e-9) and ms <= p80 * (1 + 1e-9)):
             errs.append(f"time percentiles out of order: p20 {p20}, median {ms}, p80 {p80}")
@@ -214,19 +228,31 @@ def _check_ratios(rows) -> list[str]:
     refs = {}
     for r in rows:
         if isinstance(r, dict) and r.get("stage") in ("cublas", "cupy") and _type_ok(r.get("tflops"), NUM) and r["tflops"] > 0:
-            key = (r.get("m"), r.get("n"), r.get("k"), r.get("layout"))
+            key = (r.get("m"), r.get("n"), r.get("k"), r.get("layout"), r.get("batch", 1))
             if r["stage"] == "cublas" or key not in refs:
                 refs[key] = r["tflops"]
     for i, r in enumerate(rows):
         if not isinstance(r, dict) or not _type_ok(r.get("vs_cublas"), NUM):
             continue
-        ref = refs.get((r.get("m"), r.get("n"), r.get("k"), r.get("layout")))
+        ref = refs.get((r.get("m"), r.get("n"), r.get("k"), r.get("layout"), r.get("batch", 1)))
         if ref is None or not _type_ok(r.get("tflops"), NUM):
             errs.append(f"rows[{i}] ({r.get('stage')}): vs_cublas without a timed cuBLAS row or tflops")
         elif abs(r["vs_cublas"] - r["tflops"] / ref) > 1e-3 * max(1.0, r["vs_cublas"]):
             errs.append(f"rows[{i}] ({r.get('stage')}): vs_cublas {r['vs_cublas']} != tflops / cuBLAS tflops "
                         f"({r['tflops'] / ref:.4f})")
     return errs
+
+
+def problem_key(row: dict) -> tuple:
+    """(m, n, k, layout, batch): the problem a row belongs to (batch 1 where a row has none, as
+    in gemmlab.ladder/1 documents)."""
+    return (row["m"], row["n"], row["k"], row["layout"], row.get("batch", 1))
+
+
+def problem_text(key) -> str:
+    """A problem key (or a row) as text: 'MxNxK nn', 'MxNxKxBATCH tt' for a batched one."""
+    m, n, k, layout, b = problem_key(key) if isinstance(key, dict) else key
+    return f"{m}x{n}x{k}" + (f"x{b}" if b != 1 else "") + f" {layout}"
 
 
 def _names(types) -> str:
