@@ -354,10 +354,14 @@ def test_a_transpose_where_only_one_layout_is_tuned_or_none(tmp_path, monkeypatc
 
 def test_oversized_tiles_pay_the_s10_fallback():
     """A tile larger than the problem along M runs as s10 (OVERSIZED_EFFICIENCY); the calibration
-    points of heldout-probe.txt: at M = 32 the 32-row tile wins, at M = 48 one 64-row tile (one
-    pass over B) still beats two 32-row ones."""
-    assert model.rank(32, 4096, 4096)[0].candidate.tile() == (32, 64)
-    assert model.rank(48, 4096, 11008)[0].candidate.tile()[0] == 64
+    points of heldout-probe.txt and small-m-probe.txt: at M <= 32 a 32-row tile wins (the 32x256
+    one with 16x64 warps since 0.48 efficiency), at M = 40-56 one 64-row tile (one pass over B)
+    still beats two 32-row ones, at M = 80 three 32-row tiles (96 rows) beat two 64-row ones."""
+    assert model.rank(32, 4096, 4096)[0].candidate.tile() == (32, 256)
+    assert model.rank(24, 4096, 4096)[0].candidate.tile()[0] == 32
+    for m, n, k in ((48, 4096, 11008), (40, 8192, 4096), (56, 11008, 2048)):
+        assert model.rank(m, n, k)[0].candidate.tile()[0] == 64, (m, n, k)
+    assert model.rank(80, 5120, 5120)[0].candidate.tile()[0] == 32
     big = next(c for c in space.candidates(90) if c.tile() == (64, 256))
     full = model.predict(big, 64, 4096, 4096, 1, 8, GPU).seconds
     assert model.fits(big, 64, 4096) and not model.fits(big, 63, 4096)

@@ -106,7 +106,7 @@ def test_defaults_are_auto_and_legal():
 def test_fallback_fills_the_autos_for_the_problem(layout, M, N, K, small_dim, small):
     p = dense(M, N, K, layout)
     spec, cfg = S.fallback(S.default_config, p)
-    assert spec is S and S.combination_constraints(cfg) == [] and all(cfg.values())
+    assert spec is S and S.combination_constraints(cfg) == [] and all(cfg[k] for k in skinny.AUTO_KEYS)
     assert (cfg["small_dim"], cfg["small"]) == (small_dim, small)
     # The algorithm follows the big operand's unit stride: B (M small) or A (N small).
     big_along_k = layout[1] == "t" if small_dim == 1 else layout[0] == "n"
@@ -176,7 +176,7 @@ def _launch(cfg, split, p, sms=132):
 def test_choose_gives_legal_configs_and_enough_blocks(layout, M, N, K):
     p = dense(M, N, K, layout)
     cfg, split = choice.choose(p, 132)
-    assert S.constraints(cfg) == [] and all(cfg.values())
+    assert S.constraints(cfg) == [] and all(cfg[k] for k in skinny.AUTO_KEYS)
     assert S.fallback(cfg, p) is None
     tiles, k_split, slices = _launch(cfg, split, p)
     assert slices == split, "choose returns the number of slices the host will run"
@@ -259,6 +259,28 @@ def test_instantiations_compile_without_spills_and_show_their_sass(over):
             assert not sass.has_opcode(insns, "LDGSTS.E.BYPASS.128"), f"{ck.name}: 16-byte copies in the scalar kernel"
 
 
+@pytest.mark.parametrize("prefetch", [0, 64, 128, 256])
+def test_g_prefetch_widens_the_big_operand_copies_only(prefetch):
+    """g_prefetch N: the vec kernel's 16-byte copies of G carry the L2 prefetch size (LTC<N>B in
+    SASS), evict_first or not; 0 leaves them plain; the scalar kernel's 4-byte copies never do."""
+    from gemmlab.analysis import sass
+    from gemmlab.plan import kernel_for
+
+    for ef in (0, 1):
+        cfg = S.config({"g_prefetch": prefetch, "evict_first": ef})
+        ops = {v: {i.op for i in sass.instructions(ck.cubin, ck.name) if i.op.startswith("LDGSTS")}
+               for v in (0, 1) for ck in [kernel_for(S, cfg, {"vec": v}, "sm_90")]}
+        wide = {op for op in ops[1] if op.endswith(".128")}
+        assert wide, ops
+        if prefetch:
+            assert wide == {f"LDGSTS.E.BYPASS.LTC{prefetch}B.128"}, ops
+        else:
+            assert not any("LTC" in op for op in ops[1]), ops
+        assert not any("LTC" in op for op in ops[0]), ops
+    with pytest.raises(ConfigError, match="g_prefetch=32 must be 0, 64, 128 or 256"):
+        S.config({"g_prefetch": 32})
+
+
 @pytest.mark.parametrize("over", [{}, {"small": 16, "algo": 2, "small_dim": 2}])
 def test_compiles_for_sm_80(over):
     """min_cc 80 (cp.async): the A100 build compiles (its register budget is tuned for sm_90)."""
@@ -337,6 +359,9 @@ inline void copy_4(unsigned dst, const void* src, int src_bytes) { emu::copy(dst
 inline unsigned long long l2_evict_first_policy() { return 0x12ull; }
 inline void copy_16(unsigned dst, const void* src, int src_bytes, unsigned long long) { copy_16(dst, src, src_bytes); }
 inline void copy_4(unsigned dst, const void* src, int src_bytes, unsigned long long) { copy_4(dst, src, src_bytes); }
+inline unsigned long long l2_evict_normal_policy() { return 0x13ull; }
+template <int PREFETCH>
+inline void copy_16_prefetch(unsigned dst, const void* src, int src_bytes, unsigned long long) { copy_16(dst, src, src_bytes); }
 inline void commit_group() { emu::commit(); }
 template <int PENDING>
 inline void wait_group() { emu::wait(PENDING); }

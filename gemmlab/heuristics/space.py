@@ -70,6 +70,16 @@ SM90 = (
     _c("s11", 0.55, "128x64 w32x32 x2", block_m=128, block_n=64, warp_m=32, warp_n=32, min_blocks=2),
     _c("s11", 0.48, "64x64 w32x32 x3", block_m=64, block_n=64, warp_m=32, warp_n=32, min_blocks=3),
     _c("s11", 0.30, "32x64 w16x32 x4", block_m=32, block_n=64, warp_m=16, warp_n=32, min_blocks=4),
+    # Decode-sized M (17-128): 32-row tiles with 16x64 warps (4x8 outputs per thread). H200,
+    # scripts/small_m_probe.py (results/h200/logs/small-m-probe.txt), against the best of the tiles
+    # above at the same shape: 24x4096x4096 48.2-48.4 us against 70.2 (s10 64x256 split 8), nt
+    # 50.4 against 72.6; 80x5120x5120 155.1 against 176.3 (three 32-row tiles, 96 rows, against two
+    # of 64, 128 rows); at M = 40-64, where a 64-row tile wastes no more, 2-4% slower than 64x128
+    # x2. Efficiencies fitted so that the model picks the measured-fastest tile family on all
+    # seven probe shapes (M = 24, 40, 64, 80, 112, 56 pick 32, 64, 64, 32, 64, 64 rows).
+    _c("s11", 0.48, "32x256 w16x64 s3 x2", block_m=32, block_n=256, warp_m=16, warp_n=64, stages=3, min_blocks=2),
+    _c("s11", 0.43, "32x128 w16x64 x2", block_m=32, block_n=128, warp_m=16, warp_n=64, min_blocks=2),
+    _c("s11", 0.43, "32x256 w16x64", block_m=32, block_n=256, warp_m=16, warp_n=64),
 )
 
 # Ampere-class (cp.async) tiles: used where TMA cannot run (compute capability 8.x, or operands

@@ -88,7 +88,7 @@ __device__ __forceinline__ void reduce_scatter(float (&v)[V], int lane) {
 }  // namespace skinny
 
 template <int SMALL, int SMALL_DIM, int ALGO, int BLOCK_BIG, int THREADS_, int K_GROUPS_, int UNROLL, int G_STAGES,
-          int K_CHUNK, bool VEC, int EVICT_FIRST, int SMEM_BYTES_CHECK>
+          int K_CHUNK, bool VEC, int EVICT_FIRST, int G_PREFETCH, int SMEM_BYTES_CHECK>
 struct Skinny {
     static constexpr bool SMALL_IS_M = SMALL_DIM == 1;
     static constexpr int BLOCK_M = SMALL_IS_M ? SMALL : BLOCK_BIG;
@@ -153,13 +153,17 @@ struct Skinny {
                   "algo 2: rows per warp, block_big/(warps/k_groups), must be a power of two, at most 8");
     static_assert(ALGO != 2 || RL * SMALL <= 64, "algo 2: rows per warp * small accumulators must be at most 64");
     static_assert(ALGO != 2 || RL * UNROLL <= 8, "algo 2: rows per warp * unroll copies per iteration must be at most 8");
+    static_assert(G_PREFETCH == 0 || G_PREFETCH == 64 || G_PREFETCH == 128 || G_PREFETCH == 256,
+                  "g_prefetch must be 0, 64, 128 or 256");
     static_assert(SMEM_BYTES <= 227 * 1024, "shared memory over 227 KB");
     static_assert(SMEM_BYTES == SMEM_BYTES_CHECK, "gemmlab: stages/skinny.py and skinny.cuh disagree on shared memory");
 
     // A copy of the big operand G: with EVICT_FIRST, under the L2 evict-first policy (G is read
-    // once; ptx/cp_async.cuh says why that matters after a kernel that left L2 dirty).
+    // once; ptx/cp_async.cuh says why that matters after a kernel that left L2 dirty); with
+    // G_PREFETCH, its 16-byte copies widen the L2 fill to that many bytes (copy_16_prefetch).
     static __device__ __forceinline__ void copy_g16(unsigned dst, const float* src, int bytes, unsigned long long policy) {
-        if constexpr (EVICT_FIRST) async::copy_16(dst, src, bytes, policy);
+        if constexpr (G_PREFETCH != 0) async::copy_16_prefetch<G_PREFETCH>(dst, src, bytes, policy);
+        else if constexpr (EVICT_FIRST) async::copy_16(dst, src, bytes, policy);
         else async::copy_16(dst, src, bytes);
     }
     static __device__ __forceinline__ void copy_g4(unsigned dst, const float* src, int bytes, unsigned long long policy) {
@@ -168,6 +172,7 @@ struct Skinny {
     }
     static __device__ __forceinline__ unsigned long long g_policy() {
         if constexpr (EVICT_FIRST) return async::l2_evict_first_policy();
+        else if constexpr (G_PREFETCH != 0) return async::l2_evict_normal_policy();
         else return 0ull;
     }
 

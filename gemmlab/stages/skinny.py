@@ -419,6 +419,8 @@ class Skinny(StageSpec):
             out.append(f"k_groups={c['k_groups']} must be positive")
         if c["evict_first"] not in (0, 1):
             out.append(f"evict_first={c['evict_first']} must be 0 or 1")
+        if c["g_prefetch"] not in (0, 64, 128, 256):
+            out.append(f"g_prefetch={c['g_prefetch']} must be 0, 64, 128 or 256 (bytes)")
         if out:
             return out
         return self.combination_constraints(self.resolve(c))
@@ -508,7 +510,7 @@ class Skinny(StageSpec):
         smem = layout(c)["SMEM_BYTES"]
         return (f"gemmlab::Skinny<{c['small']}, {c['small_dim']}, {c['algo']}, {c['block_big']}, {c['threads']}, "
                 f"{c['k_groups']}, {c['unroll']}, {c['g_stages']}, {c['k_chunk']}, "
-                f"{'true' if variant['vec'] else 'false'}, {c['evict_first']}, {smem}>")
+                f"{'true' if variant['vec'] else 'false'}, {c['evict_first']}, {c['g_prefetch']}, {smem}>")
 
     def kernel_name(self, cfg, variant):
         return super().kernel_name(self.resolve(cfg), variant)
@@ -545,6 +547,8 @@ STAGE = Skinny(
         Param("evict_first", 1, "1: the big operand's copies carry an L2 evict-first policy (it is read once; "
                                 "after a kernel that left L2 dirty its lines then displace each other, not the "
                                 "dirty ones, whose eviction costs DRAM writes during the stream); 0: none"),
+        Param("g_prefetch", 0, "L2 prefetch size of the big operand's 16-byte copies in bytes (64, 128, 256: the "
+                               "fill from DRAM widened around each copy; 0: no hint)"),
     ),
     sass=("LDGSTS.E.BYPASS.128", "LDGDEPBAR", "DEPBAR", "LDS.128", "FFMA"),
     sass_scalar=("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDS.128", "FFMA"),

@@ -30,6 +30,13 @@ __device__ __forceinline__ unsigned long long l2_evict_first_policy() {
     return policy;
 }
 
+// The default L2 policy as a policy operand, for a copy that takes one only to carry another hint.
+__device__ __forceinline__ unsigned long long l2_evict_normal_policy() {
+    unsigned long long policy;
+    asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;\n" : "=l"(policy));
+    return policy;
+}
+
 // copy_16 / copy_4 with an L2 cache policy (l2_evict_first_policy).
 __device__ __forceinline__ void copy_16(unsigned dst, const void* src, int src_bytes, unsigned long long policy) {
     asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(dst), "l"(src),
@@ -38,6 +45,28 @@ __device__ __forceinline__ void copy_16(unsigned dst, const void* src, int src_b
 __device__ __forceinline__ void copy_4(unsigned dst, const void* src, int src_bytes, unsigned long long policy) {
     asm volatile("cp.async.ca.shared.global.L2::cache_hint [%0], [%1], 4, %2, %3;\n" ::"r"(dst), "l"(src),
                  "r"(src_bytes), "l"(policy) : "memory");
+}
+
+// copy_16 with an L2 cache policy and an L2 prefetch size (.L2::64B/128B/256B, sm_80+): the line
+// fill from DRAM is widened to PREFETCH bytes around the 16 copied, so a warp's 128-byte row
+// segment also brings in its neighbour's (skinny's big operand: neighbouring blocks read the
+// adjacent segments of the same rows). PREFETCH 0: no hint, copy_16 above.
+template <int PREFETCH>
+__device__ __forceinline__ void copy_16_prefetch(unsigned dst, const void* src, int src_bytes, unsigned long long policy) {
+    static_assert(PREFETCH == 0 || PREFETCH == 64 || PREFETCH == 128 || PREFETCH == 256,
+                  "the L2 prefetch size must be 0, 64, 128 or 256 bytes");
+    if constexpr (PREFETCH == 64) {
+        asm volatile("cp.async.cg.shared.global.L2::cache_hint.L2::64B [%0], [%1], 16, %2, %3;\n" ::"r"(dst),
+                     "l"(src), "r"(src_bytes), "l"(policy) : "memory");
+    } else if constexpr (PREFETCH == 128) {
+        asm volatile("cp.async.cg.shared.global.L2::cache_hint.L2::128B [%0], [%1], 16, %2, %3;\n" ::"r"(dst),
+                     "l"(src), "r"(src_bytes), "l"(policy) : "memory");
+    } else if constexpr (PREFETCH == 256) {
+        asm volatile("cp.async.cg.shared.global.L2::cache_hint.L2::256B [%0], [%1], 16, %2, %3;\n" ::"r"(dst),
+                     "l"(src), "r"(src_bytes), "l"(policy) : "memory");
+    } else {
+        copy_16(dst, src, src_bytes, policy);
+    }
 }
 
 __device__ __forceinline__ void commit_group() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
