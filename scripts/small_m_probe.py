@@ -4,8 +4,10 @@ whose block_m covers M in one or two row tiles, each at the split-K counts that 
 nearest to 1 and 2 full waves. CUDA events, L2 flushed, median, microseconds; every launch is
 checked against float64 first. Prints per shape the auto time and the fastest three configs, and
 at the end each tile's geometric-mean ratio to the best per shape (how often it is near best).
+With PROBE_SIDE=n the same for a decode-sized N (M large): tiles with block_n 32-64, nn and tn.
     python3 scripts/small_m_probe.py [MxNxK,...]"""
 import math
+import os
 import sys
 
 import torch
@@ -33,6 +35,22 @@ TILES = {
     "64x128 w16x64": dict(block_m=64, block_n=128, warp_m=16, warp_n=64),
     "64x256 w16x64 s3": dict(block_m=64, block_n=256, warp_m=16, warp_n=64, stages=3),
 }
+N_SIDE = os.environ.get("PROBE_SIDE", "m") == "n"
+if N_SIDE:
+    if len(sys.argv) <= 1:
+        shapes = [(4096, 24, 4096), (8192, 40, 4096), (4096, 64, 8192), (5120, 80, 5120), (4096, 112, 4096),
+                  (2048, 128, 8192), (11008, 56, 2048)]
+    TILES = {
+        "64x64 w32x32 x3": dict(block_m=64, block_n=64, warp_m=32, warp_n=32, min_blocks=3),
+        "128x64 w32x32 x2": dict(block_m=128, block_n=64, warp_m=32, warp_n=32, min_blocks=2),
+        "128x128 w64x64 s3 x2": dict(block_m=128, block_n=128, warp_m=64, warp_n=64, stages=3, min_blocks=2),
+        "256x128 w64x64": dict(block_m=256, block_n=128, warp_m=64, warp_n=64),
+        "256x32 w32x32": dict(block_m=256, block_n=32, warp_m=32, warp_n=32),
+        "128x32 w32x32 x2": dict(block_m=128, block_n=32, warp_m=32, warp_n=32, min_blocks=2),
+        "256x64 w64x32": dict(block_m=256, block_n=64, warp_m=64, warp_n=32),
+        "256x64 w32x64": dict(block_m=256, block_n=64, warp_m=32, warp_n=64),
+    }
+LAYOUTS = ("nn", "tn") if N_SIDE else ("nn", "nt")
 S11 = get("s11")
 
 
@@ -49,7 +67,7 @@ def splits_for(tiles, per_sm, K):
 
 scores = {name: [] for name in TILES}
 for M, N, K in shapes:
-    for lay in ("nn", "nt"):
+    for lay in LAYOUTS:
         ops = Operands.make(M, N, K, lay, 0)
         ops.reference()
         cub = t(lambda: torch.mm(ops.a, ops.b, out=ops.out))
@@ -57,7 +75,8 @@ for M, N, K in shapes:
         auto = t(fn)
         res = []
         for name, ov in TILES.items():
-            if ov["block_m"] > 2 * max(M, 32) or (ov["block_m"] >= 2 * M and ov["block_m"] > 32):
+            small, tile = (N, ov["block_n"]) if N_SIDE else (M, ov["block_m"])
+            if tile > 2 * max(small, 32) or (tile >= 2 * small and tile > 32):
                 continue
             tiles = math.ceil(M / ov["block_m"]) * math.ceil(N / ov["block_n"])
             best = None

@@ -80,6 +80,15 @@ SM90 = (
     _c("s11", 0.48, "32x256 w16x64 s3 x2", block_m=32, block_n=256, warp_m=16, warp_n=64, stages=3, min_blocks=2),
     _c("s11", 0.43, "32x128 w16x64 x2", block_m=32, block_n=128, warp_m=16, warp_n=64, min_blocks=2),
     _c("s11", 0.43, "32x256 w16x64", block_m=32, block_n=256, warp_m=16, warp_n=64),
+    # Decode-sized N (17-128, M large): tiles 32-64 columns wide (PROBE_SIDE=n scripts/small_m_probe.py,
+    # results/h200/logs/small-n-probe.txt): 4096x24x4096 50.6 / 44.0 us (nn / tn) against 76.3 /
+    # 69.4 (s10 128x64 split 8), 5120x80x5120 154.3 / 133.5 against 180.6 / 169.9, 4096x64x8192
+    # 115.6 / 106.0 against 129.3 / 116.1. 256x64 was within 3% of the fastest on 12 of 12 runs
+    # where it fits; efficiencies fitted as for the 32-row tiles (6 of 7 shapes pick the measured
+    # family; 2048x128x8192 keeps 256x128 split 16, 4% slower than 256x64 split 8).
+    _c("s11", 0.62, "256x64 w32x64", block_m=256, block_n=64, warp_m=32, warp_n=64),
+    _c("s11", 0.47, "128x32 w32x32 x2", block_m=128, block_n=32, warp_m=32, warp_n=32, min_blocks=2),
+    _c("s11", 0.45, "256x32 w32x32", block_m=256, block_n=32, warp_m=32, warp_n=32),
 )
 
 # Ampere-class (cp.async) tiles: used where TMA cannot run (compute capability 8.x, or operands
