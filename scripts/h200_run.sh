@@ -149,6 +149,21 @@ for what in "$@"; do
         python3 -m gemmlab sweep --suite heldout --layout $lay --baselines cublas --no-kernel-names \
           --out "$RES/sweep-heldout-$lay" 2>&1 | tee "$RES/sweep-heldout-$lay.txt" | tail -3
       done ;;
+    tune-wide)
+      step "tune the issue-16 'wide' suite, each entry in its own layout (ships gemmlab/tune/tables)"
+      RES="$RES" bash scripts/tune_wide.sh 2>&1 | tail -20
+      cp gemmlab/tune/tables/*.json "$RES/" 2>/dev/null ;;
+    tune-wide-n)
+      step "re-tune the 'wide' entries with a decode-sized N (after the 32/64-column tiles joined the space)"
+      for pair in "4096x17x4096 tn" "8192x64x4096,1024x64x1024x16 nt" "4096x128x11008 tt" "11008x32x4096 nn"; do
+        set -- $pair
+        python3 -m gemmlab tune --shapes "$1" --layouts "$2" --ship --top 6 2>>"$RES/tune-wide-n.err" | tee -a "$RES/tune-wide-n.txt" | tail -3
+      done
+      cp gemmlab/tune/tables/*.json "$RES/" 2>/dev/null ;;
+    sweep-wide)
+      step "sweep: stage=auto over the issue-16 'wide' suite (73 entries, every layout, batched), against cuBLAS"
+      python3 -m gemmlab sweep --suite wide --baselines cublas --no-kernel-names --out "$RES/sweep-wide" 2>&1 \
+        | tee "$RES/sweep-wide.txt" | tail -12 ;;
     sweep-transformer)
       step "sweep: the training model's GEMMs in the layouts it calls them (nt forward, nn dX, tn dW)"
       for lay in nt nn tn; do
