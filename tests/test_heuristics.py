@@ -129,6 +129,40 @@ def test_votes_add_up(tmp_path, monkeypatch):
     assert choose(1400, 1400, 1400, config={}).config == TILE_A
 
 
+def test_a_neighbour_across_a_regime_change_is_overruled_by_the_model(tmp_path, monkeypatch):
+    """128x11008x4096's tile (128x256) at 64x11008x4096 is twice M (s10, half its rows wasted): the
+    model puts it NEAREST_MODEL_SLACK times over its best, so the heuristic decides; a neighbour
+    whose tile fits (64x256 from 64x8192x4096) is still taken."""
+    from gemmlab.heuristics import choice
+
+    monkeypatch.setenv("GEMMLAB_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "t.json"
+    monkeypatch.setenv("GEMMLAB_TUNING_DB", str(path))
+    wide = S11.config({"k_unroll": 4})
+    db.write(path, IDENT, [entry(128, 11008, 4096, wide, 3)], merge=False)
+    cand = space.candidate_for("s11", wide)
+    assert model.rank(64, 11008, 4096, 1, GPU, candidates=[cand])[0].seconds > \
+        choice.NEAREST_MODEL_SLACK * model.best(64, 11008, 4096, 1, GPU).seconds
+    c = choose(64, 11008, 4096)
+    assert c.source == "heuristic" and (c.config["block_m"], c.config["block_n"]) == (64, 256)
+    db.write(path, IDENT, [entry(64, 8192, 4096, TILE_A, 3)], merge=False)
+    table.clear_cache()
+    c = choose(64, 11008, 4096)
+    assert c.source == "nearest" and c.config == TILE_A
+
+
+def test_small_dimension_tiles_are_ranked_only_there():
+    """The tiles fitted for a decode-sized M or N (space: small="m"/"n") are not in the model's
+    ranking of a wide problem: 777x555x333 takes a 64-row, 64-column-or-wider tile, not 128x32 x2."""
+    tiles = {p.candidate.label for p in model.rank(777, 555, 333)}
+    assert not any(space.applies(c, 777, 555) is False and c.label in tiles for c in space.candidates(90))
+    assert "128x32 w32x32 x2" not in tiles and "32x256 w16x64 s3 x2" not in tiles
+    assert "128x32 w32x32 x2" in {p.candidate.label for p in model.rank(4096, 24, 4096)}
+    assert "32x256 w16x64 s3 x2" in {p.candidate.label for p in model.rank(24, 4096, 4096)}
+    bm, bn = model.best(777, 555, 333).candidate.tile()
+    assert bm == 64 and bn >= 64
+
+
 def test_a_config_the_space_does_not_list_is_used_with_a_median_efficiency(fake_table):
     c = choose(1100, 1100, 1100, "tn")
     assert c.source == "tuned" and c.config == TILE_C

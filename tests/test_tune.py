@@ -551,10 +551,33 @@ def test_tune_writes_a_database_that_dispatch_uses(tmp_path, monkeypatch):
     assert plan.describe()["source"] == "tuned"
 
 
-def test_one_entry_per_bucket():
+def test_one_entry_per_shape_and_every_shape_of_a_bucket_kept():
     a = _entry(4096, 4096, 4096, split_k=1)
     b = _entry(4095, 4097, 4100, split_k=2)
     c = _entry(4096, 4096, 4096, layout="tn")
+    again = _entry(4096, 4096, 4096, split_k=3)
     said = []
-    assert runner.dedupe_buckets([a, b, c], said.append) == [a, c]
-    assert "keeping 4096x4096x4096's entry" in said[0]
+    assert runner.dedupe_buckets([a, b, c, again], said.append) == [a, b, c]
+    assert len(said) == 1 and "4095x4097x4100 nn shares the bucket" in said[0] and "4096x4096x4096" in said[0]
+
+
+def test_lookup_takes_the_nearest_shape_of_a_bucket(tmp_path, monkeypatch):
+    """1024^3 and 1200^3 share a bucket; each is answered with its own measurement, a shape between
+    them with the nearer one's, and a re-tune of one shape replaces only its entry."""
+    path = tmp_path / "db.json"
+    monkeypatch.setenv("GEMMLAB_TUNING_DB", str(path))
+    monkeypatch.setenv("GEMMLAB_CACHE_DIR", str(tmp_path / "cache"))  # no user database
+    monkeypatch.setattr(table, "TABLES", tmp_path / "no-shipped-tables")
+    assert db.bucket(1024, 1024, 1024) == db.bucket(1200, 1200, 1200)
+    small, large = _entry(1024, 1024, 1024, split_k=2), _entry(1200, 1200, 1200, split_k=4)
+    db.write(path, IDENT, [small, large])
+    table.clear_cache()
+    assert table.lookup(IDENT, 1024, 1024, 1024, 1, "nn", True)["split_k"] == 2
+    assert table.lookup(IDENT, 1200, 1200, 1200, 1, "nn", True)["split_k"] == 4
+    assert table.lookup(IDENT, 1180, 1190, 1200, 1, "nn", True)["split_k"] == 4
+    assert table.lookup(IDENT, 1030, 1000, 1050, 1, "nn", True)["split_k"] == 2
+    db.write(path, IDENT, [_entry(1200, 1200, 1200, split_k=8)])
+    table.clear_cache()
+    doc = db.read(path, IDENT)
+    assert sorted(e["split_k"] for e in doc["entries"]) == [2, 8]
+    assert table.lookup(IDENT, 1200, 1200, 1200, 1, "nn", True)["split_k"] == 8

@@ -115,6 +115,8 @@ def rank(M: int, N: int, K: int, batch: int = 1, gpu: Gpu | None = None, *, allo
     gpu = gpu or Gpu()
     out = []
     for cand in candidates if candidates is not None else space.candidates(gpu.cc):
+        if candidates is None and not space.applies(cand, M, N):
+            continue
         seen = set()
         for split in split_counts(cand, M, N, batch, gpu) if allow_split else (1,):
             if split > 1 and -(-K // split) < MIN_K_SLICE:

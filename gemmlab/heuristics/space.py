@@ -23,6 +23,11 @@ class Candidate:
     overrides: dict = field(default_factory=dict, hash=False, compare=False)
     efficiency: float = 0.5
     label: str = ""
+    # "m" / "n": a tile for a decode-sized M / N only (the model ranks it where that dimension is at
+    # most SMALL_DIM_MAX); "": any shape. Its efficiency was fitted there (small_m_probe.py) and says
+    # nothing about wide problems: the 128x32 tile won the waves model at 777x555x333 and measured
+    # 0.75x cuBLAS where 64x64 gives 0.85x.
+    small: str = ""
 
     def spec(self):
         from ..stages import get
@@ -49,8 +54,17 @@ def _resolved(stage: str, overrides: tuple) -> dict:
     return get(stage).config(dict(overrides))
 
 
-def _c(stage, eff, label, **kw):
-    return Candidate(stage, kw, eff, label)
+SMALL_DIM_MAX = 128
+
+
+def _c(stage, eff, label, small="", **kw):
+    return Candidate(stage, kw, eff, label, small)
+
+
+def applies(cand: Candidate, M: int, N: int) -> bool:
+    """Whether the model ranks ``cand`` for an M x N output (its ``small`` restriction)."""
+    return (not cand.small or (cand.small == "m" and M <= SMALL_DIM_MAX)
+            or (cand.small == "n" and N <= SMALL_DIM_MAX))
 
 
 # Hopper (TMA) tiles, largest first. Efficiencies: see the module docstring.
@@ -77,18 +91,20 @@ SM90 = (
     # of 64, 128 rows); at M = 40-64, where a 64-row tile wastes no more, 2-4% slower than 64x128
     # x2. Efficiencies fitted so that the model picks the measured-fastest tile family on all
     # seven probe shapes (M = 24, 40, 64, 80, 112, 56 pick 32, 64, 64, 32, 64, 64 rows).
-    _c("s11", 0.48, "32x256 w16x64 s3 x2", block_m=32, block_n=256, warp_m=16, warp_n=64, stages=3, min_blocks=2),
-    _c("s11", 0.43, "32x128 w16x64 x2", block_m=32, block_n=128, warp_m=16, warp_n=64, min_blocks=2),
-    _c("s11", 0.43, "32x256 w16x64", block_m=32, block_n=256, warp_m=16, warp_n=64),
+    _c("s11", 0.48, "32x256 w16x64 s3 x2", small="m", block_m=32, block_n=256, warp_m=16, warp_n=64, stages=3,
+       min_blocks=2),
+    _c("s11", 0.43, "32x128 w16x64 x2", small="m", block_m=32, block_n=128, warp_m=16, warp_n=64, min_blocks=2),
+    _c("s11", 0.43, "32x256 w16x64", small="m", block_m=32, block_n=256, warp_m=16, warp_n=64),
     # Decode-sized N (17-128, M large): tiles 32-64 columns wide (PROBE_SIDE=n scripts/small_m_probe.py,
     # results/h200/logs/small-n-probe.txt): 4096x24x4096 50.6 / 44.0 us (nn / tn) against 76.3 /
     # 69.4 (s10 128x64 split 8), 5120x80x5120 154.3 / 133.5 against 180.6 / 169.9, 4096x64x8192
     # 115.6 / 106.0 against 129.3 / 116.1. 256x64 was within 3% of the fastest on 12 of 12 runs
     # where it fits; efficiencies fitted as for the 32-row tiles (6 of 7 shapes pick the measured
     # family; 2048x128x8192 keeps 256x128 split 16, 4% slower than 256x64 split 8).
-    _c("s11", 0.62, "256x64 w32x64", block_m=256, block_n=64, warp_m=32, warp_n=64),
-    _c("s11", 0.47, "128x32 w32x32 x2", block_m=128, block_n=32, warp_m=32, warp_n=32, min_blocks=2),
-    _c("s11", 0.45, "256x32 w32x32", block_m=256, block_n=32, warp_m=32, warp_n=32),
+    _c("s11", 0.62, "256x64 w32x64", small="n", block_m=256, block_n=64, warp_m=32, warp_n=64),
+    _c("s11", 0.47, "128x32 w32x32 x2", small="n", block_m=128, block_n=32, warp_m=32, warp_n=32,
+       min_blocks=2),
+    _c("s11", 0.45, "256x32 w32x32", small="n", block_m=256, block_n=32, warp_m=32, warp_n=32),
 )
 
 # Ampere-class (cp.async) tiles: used where TMA cannot run (compute capability 8.x, or operands

@@ -16,7 +16,8 @@ against its stage's constraints before anything runs it.
 
 Two lookups:
 
-- :func:`lookup`: the entry of the shape's bucket (same layout and alignment class), first
+- :func:`lookup`: the entry of the shape's bucket (same layout and alignment class; of several
+  tuned shapes in the bucket, the nearest), first
   source first;
 - :func:`nearest`: where no bucket matches, the tuned entries nearest in log-shape space,
   ``sqrt(sum((log2 x - log2 x')^2))`` over M, N and K, among those of the same layout, batch
@@ -152,12 +153,17 @@ def tables(ident: dict) -> list[tuple[Path, dict]]:
 
 def lookup(ident: dict, M: int, N: int, K: int, batch: int, layout: str, aligned: bool):
     """The entry for this shape's bucket and layout (an aligned entry serves aligned problems
-    only), or None."""
+    only), or None. A bucket may hold several tuned shapes (half an octave per dimension holds
+    both 1024^3 and 1200^3, whose best tiles differ: H200, 64x256 split 2 and 128x256 split 2):
+    then the one nearest to (M, N, K) in log-shape space; the first source that has the bucket
+    decides (a user's database before the shipped table)."""
     b = list(bucket(M, N, K, batch))
     for path, doc in tables(ident):
-        for e in doc["entries"]:
-            if list(e["bucket"]) == b and e["layout"] == layout and bool(e.get("aligned", True)) == bool(aligned):
-                return dict(e, _source=str(path))
+        found = [e for e in doc["entries"]
+                 if list(e["bucket"]) == b and e["layout"] == layout and bool(e.get("aligned", True)) == bool(aligned)]
+        if found:
+            best = min(found, key=lambda e: distance((M, N, K), entry_shape(e)))  # min keeps the first of ties
+            return dict(best, _source=str(path))
     return None
 
 

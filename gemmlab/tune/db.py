@@ -14,18 +14,25 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..heuristics.table import (SCHEMA, TABLES, bucket, bucket_dim, clear_cache, identity, read,  # noqa: F401
-                                slug, user_path, valid_entry)
+from ..heuristics.table import (SCHEMA, TABLES, bucket, bucket_dim, clear_cache, entry_shape, identity,  # noqa: F401
+                                read, slug, user_path, valid_entry)
+
+
+def entry_key(e: dict) -> tuple:
+    """What makes two entries the same measurement: bucket (which holds the batch class), shape
+    (the bucket's centre where an old entry has none), layout and alignment class."""
+    return (tuple(e["bucket"]), tuple(entry_shape(e)), e["layout"], bool(e.get("aligned", True)))
 
 
 def write(path: Path, ident: dict, entries: list[dict], merge: bool = True) -> Path:
     """Write (merging with what is there for the same identity: new entries replace old ones of
-    the same bucket/layout/alignment) atomically: temporary file, then rename."""
+    the same shape, batch, layout and alignment; other shapes of a bucket are kept beside them, and
+    lookup takes the nearest) atomically: temporary file, then rename."""
     path = Path(path)
     old = read(path, ident) if merge and path.exists() else None
     keep = {}
     for e in (old["entries"] if old else []) + list(entries):
-        keep[(tuple(e["bucket"]), e["layout"], bool(e.get("aligned", True)))] = e
+        keep[entry_key(e)] = e
     from .. import __version__
 
     doc = {"schema": SCHEMA, **ident, "gemmlab": __version__, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

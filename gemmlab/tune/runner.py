@@ -608,17 +608,20 @@ def run(settings: Settings, progress=None) -> dict:
 
 
 def dedupe_buckets(entries: list, say=None) -> list:
-    """One entry per (bucket, layout, aligned): two shapes of one bucket keep the first listed."""
-    out, seen = [], {}
+    """One entry per measurement (db.entry_key: shape, layout, alignment): a shape listed twice
+    keeps its first result. Two shapes of one bucket both stay (table.lookup takes the nearest);
+    the progress line says so, since a bucket then answers differently across it."""
+    out, seen, buckets = [], set(), {}
     for e in entries:
-        key = (tuple(e["bucket"]), e["layout"], bool(e["aligned"]))
+        key = db.entry_key(e)
         if key in seen:
-            if say:
-                kept = suites.text(seen[key]["shape"])
-                say(f"gemmlab tune: {suites.text(e['shape'])} {e['layout']} falls in the bucket {list(key[0])} of "
-                    f"{kept}; keeping {kept}'s entry (listed first)")
             continue
-        seen[key] = e
+        seen.add(key)
+        b = (tuple(e["bucket"]), e["layout"], bool(e["aligned"]))
+        if b in buckets and say:
+            say(f"gemmlab tune: {suites.text(e['shape'])} {e['layout']} shares the bucket {list(b[0])} with "
+                f"{suites.text(buckets[b]['shape'])}; both are kept (a lookup takes the nearer)")
+        buckets.setdefault(b, e)
         out.append(e)
     return out
 
