@@ -109,6 +109,8 @@ def sweep_sections() -> list[str]:
     """The newest stage="auto" sweeps: the issue-9 suite, the held-out shapes (in no table) and the
     training model's GEMMs, each against cuBLAS in the same run."""
     groups = [
+        ("stage=\"auto\" on the issue-16 suite (73 entries: every layout, 12 strided-batched), against cuBLAS",
+         [("sweep-wide", None)], "gemmlab sweep --suite wide --baselines cublas"),
         ("stage=\"auto\" on the issue-9 suite, against cuBLAS (newest run)", [("sweep-ieee", "nn")],
          "gemmlab sweep --suite issue9 --baselines cublas"),
         ("stage=\"auto\" on held-out shapes (in no shipped table), against cuBLAS",

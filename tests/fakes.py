@@ -1,6 +1,16 @@
 """Stand-ins for GPU arrays: objects exposing ``__cuda_array_interface__`` with made-up pointers,
-so every argument check can be exercised without a GPU."""
+so every argument check can be exercised without a GPU; and the provenance block of a made-up
+benchmark document (``fixture_provenance``)."""
 import numpy as np
+
+
+def fixture_provenance(date: str, command: str) -> dict:
+    """The provenance of a fixture ladder/sweep document: an H200 at a fixed clock, no git."""
+    return {"fixture": True, "date": date, "command": command,
+            "host": "fixture", "git": None, "source_sha256": None, "versions": {"python": "3.12"}, "env": {},
+            "gpu": {"name": "NVIDIA H200 (fixture)", "arch": "sm_90", "sms": 132}, "driver": None,
+            "clock_source": "nvml", "sm_clock_max_mhz": 1980, "sm_clock_mhz_start": 1980,
+            "sm_clock_mhz_end": 1980, "wall_seconds": 1.0, "aborted": None}
 
 
 class FakeArray:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from gemmlab.bench import ladder, report, schema, stats
+from fakes import fixture_provenance
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -62,11 +63,7 @@ def make_doc(shapes=SHAPES, triton=True):
         if triton:
             rows.append(_row("triton", "Triton (ieee)", "baseline", shape, tri,
                              {"block_m": 64, "block_n": 128, "block_k": 32, "num_warps": 4, "num_stages": 4}))
-    prov = {"fixture": True, "date": "2026-12-01T00:00:00+00:00", "command": "gemmlab sweep --suite issue9",
-            "host": "fixture", "git": None, "source_sha256": None, "versions": {"python": "3.12"}, "env": {},
-            "gpu": {"name": "NVIDIA H200 (fixture)", "arch": "sm_90", "sms": 132}, "driver": None,
-            "clock_source": "nvml", "sm_clock_max_mhz": 1980, "sm_clock_mhz_start": 1980,
-            "sm_clock_mhz_end": 1980, "wall_seconds": 1.0, "aborted": None}
+    prov = fixture_provenance("2026-12-01T00:00:00+00:00", "gemmlab sweep --suite issue9")
     doc = {"schema": schema.SCHEMA, "kind": "sweep", "provenance": prov, "method": {},
            "problems": [{"m": m, "n": n, "k": k, "layout": "nn"} for (m, n, k) in shapes],
            "rows": ladder.finalize(rows, 132, 1980), "skipped": [] if triton else

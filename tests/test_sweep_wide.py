@@ -22,9 +22,12 @@ from pathlib import Path
 import pytest
 
 from gemmlab.bench import ladder, report, schema, stats, suites
+from fakes import fixture_provenance
 
 ROOT = Path(__file__).resolve().parents[1]
-HELDOUT_DOC = ROOT / "results" / "h200" / "sweep-heldout" / "nn" / "sweep.json"
+# A version-1 document as `gemmlab sweep` wrote it before batches and layouts per entry (the H200's
+# held-out sweep at bcade7c; results/h200 now holds newer ones).
+HELDOUT_DOC = ROOT / "tests" / "data" / "sweep_v1_heldout.json"
 
 
 def gemmlab_cli(*args):
@@ -243,11 +246,7 @@ def make_doc():
         r["plan"] = PLAN
         rows += [r, _row("cublas", "cuBLAS (torch.mm)", "baseline", e, cub)]
         rows.append(_row("triton", "Triton (ieee)", "baseline", e, tri, skipped=SKIP if e[3] > 1 else None))
-    prov = {"fixture": True, "date": "2026-12-02T00:00:00+00:00", "command": "gemmlab sweep --suite wide",
-            "host": "fixture", "git": None, "source_sha256": None, "versions": {"python": "3.12"}, "env": {},
-            "gpu": {"name": "NVIDIA H200 (fixture)", "arch": "sm_90", "sms": 132}, "driver": None,
-            "clock_source": "nvml", "sm_clock_max_mhz": 1980, "sm_clock_mhz_start": 1980,
-            "sm_clock_mhz_end": 1980, "wall_seconds": 1.0, "aborted": None}
+    prov = fixture_provenance("2026-12-02T00:00:00+00:00", "gemmlab sweep --suite wide")
     doc = {"schema": schema.SCHEMA, "kind": "sweep", "provenance": prov, "method": {},
            "problems": [{"m": m, "n": n, "k": k, "batch": b, "layout": lay} for (m, n, k, b, lay) in ENTRIES],
            "rows": ladder.finalize(rows, 132, 1980), "skipped": []}
@@ -425,7 +424,7 @@ def test_progress_line_says_layout_batch_and_skips(doc):
 # ---- old documents ------------------------------------------------------------------------------
 
 def test_version_1_documents_still_render():
-    """results/h200/sweep-*: gemmlab.ladder/1, one layout, no batch field."""
+    """A gemmlab.ladder/1 sweep (tests/data/sweep_v1_heldout.json): one layout, no batch field."""
     d = report.load(HELDOUT_DOC)
     assert d["schema"] == "gemmlab.ladder/1" and all("batch" not in r for r in d["rows"])
     md = report.markdown(d)
