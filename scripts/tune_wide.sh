@@ -2,8 +2,9 @@
 # Tune the issue-16 suite ("wide", gemmlab/bench/suites.py) on the H200, each entry in its own
 # layout: one `gemmlab tune --ship` per layout over that layout's entries, with a share of the
 # wall-time budget each (BUDGET seconds in all, default 480), the model's TOP predictions per shape
-# (default 5) besides the default tile and stage="auto"; the entries in reverse suite order (batched,
-# mid-size, odd, deep K, tall, decode, transformer, then the squares the tables hold already). Logs to $RES/tune-wide-<layout>.txt.
+# (default 5) besides the default tile and stage="auto"; the entries in reverse suite order
+# (batched, mid-size, odd, deep K, tall, decode, transformer, then the squares the tables hold
+# already), so that a spent budget leaves the squares untuned. Logs to $RES/tune-wide-<layout>.txt.
 set -uo pipefail
 export PYTHONPATH=${PYTHONPATH:-.}
 RES=${RES:-/tmp/res}
