@@ -133,6 +133,7 @@ class _Check:
 class _Ops:
     M = N = K = 256
     layout = "nn"
+    batch = 1
 
     def __init__(self, timed_err=1e-7):
         self.timed_err = timed_err
@@ -163,7 +164,10 @@ class _Cand:
             raise self.boom
         return self.Prepared(lambda: None, "gemmlab_s99_fake", {"registers": 40, "blocks_per_sm": 3})
 
-    def check(self, M, N, K, layout):
+    def unsupported(self, ops):
+        return None
+
+    def check(self, M, N, K, layout, batch=1):
         return _Check(self.err)
 
 

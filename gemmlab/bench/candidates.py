@@ -91,9 +91,7 @@ def compare_each(out, ref, K: int, precision: str = "ieee") -> _check.CheckResul
     """gemmlab.check.compare, for a batch one matrix at a time: the result holds the largest
     relative error of any batch element, and passes only when every element passes (a wrong or
     unwritten matrix cannot hide in the norm of the whole batch). 2-D: ``check.compare``."""
-    if out.dim() != 3:
-        return _check.compare(out, ref, K, precision)
-    if out.shape[0] == 0:
+    if out.dim() != 3 or out.shape[0] == 0:
         return _check.compare(out, ref, K, precision)
     each = [_check.compare(out[i], ref[i], K, precision) for i in range(out.shape[0])]
     worst = max(each, key=lambda r: r.rel_error)

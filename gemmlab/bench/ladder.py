@@ -236,10 +236,10 @@ def measure_candidate(cand, ops, policy, flush, read_clock, measure, probes=None
     """Prepare, check, and (if correct) time one candidate on ``ops``; return its row (no ratios).
     A candidate whose kernel name needs the profiler leaves (row, callable) in ``probes``."""
     row = cand.describe()
-    batch = getattr(ops, "batch", 1)
+    batch = ops.batch
     row.update(m=ops.M, n=ops.N, k=ops.K, batch=batch, layout=ops.layout, tflops=None, vs_cublas=None,
                rel_error=None, correct=False)
-    why_not = getattr(cand, "unsupported", lambda _ops: None)(ops)
+    why_not = cand.unsupported(ops)
     if why_not:
         row["skipped"] = why_not
         return row
@@ -252,8 +252,7 @@ def measure_candidate(cand, ops, policy, flush, read_clock, measure, probes=None
         if prep.probe is not None and probes is not None:
             probes.append((row, prep.probe))
         timed_check = ops.check_out(getattr(cand, "precision", "ieee"))
-        fresh_check = (cand.check(ops.M, ops.N, ops.K, ops.layout, batch=batch) if batch > 1 else
-                       cand.check(ops.M, ops.N, ops.K, ops.layout))
+        fresh_check = cand.check(ops.M, ops.N, ops.K, ops.layout, batch=batch)
     except Exception as e:  # one broken candidate must not stop the ladder
         row["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"[:500]
         return row
@@ -288,14 +287,6 @@ def measure_candidate(cand, ops, policy, flush, read_clock, measure, probes=None
     return row
 
 
-problem_key = schema.problem_key    # (m, n, k, layout, batch) of a row
-
-
-def problem_text(row: dict) -> str:
-    """'MxNxK nn', or 'MxNxKxBATCH tt' for a batched row."""
-    return schema.problem_text(row)
-
-
 def finalize(rows: list[dict], sms: int | None, max_clock_mhz: float | None) -> list[dict]:
     """Add vs_cublas, vs_cublas_tf32, peak_tflops, vs_peak and vs_expected to every row (in place;
     returned). The peak is the FP32 FFMA peak for ieee rows and the TF32 tensor-core peak for
@@ -303,14 +294,14 @@ def finalize(rows: list[dict], sms: int | None, max_clock_mhz: float | None) -> 
     refs: dict = {}
     tf32_refs: dict = {}
     for r in rows:
-        key = problem_key(r)
+        key = schema.problem_key(r)
         if r["stage"] in ("cublas", "cupy") and r.get("tflops"):
             if r["stage"] == "cublas" or key not in refs:
                 refs[key] = r["tflops"]
         if r["stage"] == "cublas_tf32" and r.get("tflops"):
             tf32_refs[key] = r["tflops"]
     for r in rows:
-        key = problem_key(r)
+        key = schema.problem_key(r)
         ref = refs.get(key)
         t = r.get("tflops")
         r["vs_cublas"] = (t / ref) if (t and ref) else None
@@ -341,7 +332,7 @@ def finalize(rows: list[dict], sms: int | None, max_clock_mhz: float | None) -> 
 
 def progress_line(i: int, total: int, row: dict, cublas_tflops) -> str:
     w = len(str(total))
-    size = problem_text(row)
+    size = schema.problem_text(row)
     label = f"{row['stage']} {row['name']}" if row["kind"] == "stage" else row["name"]
     head = f"[{i:>{w}}/{total}] {size} {label[:34]:<34}"
     if row.get("skipped"):

@@ -110,11 +110,6 @@ def _sweep(ax, doc: dict) -> None:
 TRITON_COLOR = "#e08a2c"
 
 
-def entry_label(r: dict) -> str:
-    """The x label of a sweep entry: 'MxNxK nn', 'MxNxKxBATCH tt' for a batched one."""
-    return report.problem_text((r["m"], r["n"], r["k"], r["layout"], r.get("batch", 1)))
-
-
 def sweep_figure(doc: dict):
     """gemmlab sweep: per entry (any M, N, K, batch and layout), gemmlab auto's and Triton's TFLOPS
     as a ratio to cuBLAS's, as grouped bars with x labels 'MxNxK[xBATCH] layout', and a line at 1.0
@@ -148,7 +143,7 @@ def sweep_figure(doc: dict):
         top = max([top] + heights)
     ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--", zorder=1, label="cuBLAS")
     ax.set_xticks(xs)
-    ax.set_xticklabels([entry_label(r) for r in rows], rotation=45, ha="right", fontsize=8)
+    ax.set_xticklabels([report.problem_text(r) for r in rows], rotation=45, ha="right", fontsize=8)
     ax.set_ylabel("TFLOPS / cuBLAS TFLOPS (FP32, TF32 off)")
     ax.set_ylim(0, top * 1.25)
     ax.grid(True, axis="y", alpha=0.3)

@@ -304,10 +304,6 @@ def sweep_rows(doc: dict) -> list[dict]:
     return out
 
 
-def _row_key(r: dict) -> tuple:
-    return (r["m"], r["n"], r["k"], r["layout"], r.get("batch", 1))
-
-
 def ratio_summary(rows: list[dict]) -> dict | None:
     """Geometric mean and minimum of auto / cuBLAS over the entries (of ``sweep_rows``) that have
     one; ``min_shape`` names the worst entry ('MxNxK[xB] layout')."""
@@ -316,7 +312,7 @@ def ratio_summary(rows: list[dict]) -> dict | None:
         return None
     geo = math.exp(sum(math.log(r["ratio"]) for r in have) / len(have))
     worst = min(have, key=lambda r: r["ratio"])
-    return {"geomean": geo, "min": worst["ratio"], "min_shape": problem_text(_row_key(worst)),
+    return {"geomean": geo, "min": worst["ratio"], "min_shape": problem_text(worst),
             "shapes": len(have), "of": len(rows)}
 
 
@@ -384,10 +380,6 @@ def summary_lines(rows) -> list[str]:
     else:
         head = f"gemmlab auto / cuBLAS {_summary_text(s)}"
     return [head] + [f"{name}: {_summary_text(g, 'entries')}" for name, g in ratio_groups(rows)]
-
-
-def _summary_line(rows) -> str:
-    return summary_lines(rows)[0]
 
 
 def sweep_markdown(doc: dict) -> str:

@@ -112,10 +112,14 @@ class Tma(CpAsync):
             out.append(f"threads = consumers + producer warp = {self.threads(cfg)} must be at most 1024")
         return out
 
+    @staticmethod
+    def stage_buffer_bytes(cfg) -> int:
+        """The pipeline's stage buffers: stages x (A tile + B tile), each 1024-byte aligned."""
+        return cfg["stages"] * (_round_1k(cfg["block_m"] * cfg["block_k"] * 4) +
+                                _round_1k(cfg["block_k"] * cfg["block_n"] * 4))
+
     def smem_bytes(self, cfg, variant):
-        a = _round_1k(cfg["block_m"] * cfg["block_k"] * 4)
-        b = _round_1k(cfg["block_k"] * cfg["block_n"] * 4)
-        return 1024 + cfg["stages"] * (a + b) + 2 * cfg["stages"] * 8
+        return 1024 + self.stage_buffer_bytes(cfg) + 2 * cfg["stages"] * 8
 
     def variants(self, cfg):
         return [{"a_k_major": a, "b_n_major": b} for a in (1, 0) for b in (1, 0)]
@@ -145,9 +149,8 @@ class Tma(CpAsync):
     def cluster_slices(self, cfg, splits, forced=False):
         """The kernel can: 2..8 slices, and the partial tile (rows of block_n + 8 floats) fits in
         the stage buffers (S11Tma's static_asserts); by default only DEFAULT_CLUSTER slices."""
-        stage_bytes = cfg["stages"] * (_round_1k(cfg["block_m"] * cfg["block_k"] * 4) +
-                                       _round_1k(cfg["block_k"] * cfg["block_n"] * 4))
-        can = 2 <= splits <= self.MAX_CLUSTER and cfg["block_m"] * (cfg["block_n"] + 8) * 4 <= stage_bytes
+        can = (2 <= splits <= self.MAX_CLUSTER
+               and cfg["block_m"] * (cfg["block_n"] + 8) * 4 <= self.stage_buffer_bytes(cfg))
         return can and (forced or splits in self.DEFAULT_CLUSTER)
 
     def kernel_attributes(self, cfg, variant):
