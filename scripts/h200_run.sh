@@ -78,6 +78,15 @@ for what in "$@"; do
       python3 -m gemmlab.bench.training --out "$RES/training" 2>&1 | tee "$RES/training.txt" | tail -25
       python3 -m gemmlab.bench.training --d-model 2048 --precision tf32x3 --out "$RES/training-2048-tf32x3" 2>&1 \
         | tee "$RES/training-2048.txt" | tail -15 ;;
+    training-512)
+      step "training step, d_model 512 only"
+      python3 -m gemmlab.bench.training --out "$RES/training" 2>&1 | tee "$RES/training.txt" | tail -16 ;;
+    training-profile)
+      step "training step: wall against GPU kernel time, top kernels per run"
+      python3 scripts/training_profile.py 2>&1 | grep -v Warning | tee "$RES/training-profile.txt" | tail -80 ;;
+    training-hostprof)
+      step "training step: host time under cProfile"
+      python3 scripts/training_hostprof.py > "$RES/training-hostprof.txt" 2>&1; grep "^==" "$RES/training-hostprof.txt" ;;
     s13-variants)
       step "s13 variants at 8192^3 and 4096^3"
       for n in 4096 8192; do
