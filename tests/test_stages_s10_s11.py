@@ -573,3 +573,37 @@ def test_gpu_tensor_map_encodes_and_rejects():
     with pytest.raises(ValueError, match="multiple of 16"):
         tensor_map.encode(x.data_ptr(), (1, 64, 63), (4096, 63, 1), (1, 32, 32))
 
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("stage", ["s10", "s11"])
+@pytest.mark.parametrize("layout", ["nn", "nt", "tn", "tt"])
+@pytest.mark.parametrize("split", [1, 2])
+def test_gpu_separate_c_epilogue_every_layout(stage, layout, split):
+    """The epilogue that loads a separate c ahead of its stores (mma/warp_tile.cuh store_with_c,
+    the in-cluster reduce's early load) on the large tiles the runtime picks: a stride-0 bias, a
+    column vector, a row-major and a column-major c, with partial tiles at the M and N edges,
+    alpha and beta not 1, every operand layout, with and without K in two slices (s11: added in
+    a cluster). out starts as NaN, so an element the epilogue misses fails."""
+    import torch
+
+    import gemmlab
+    from gemmlab.check import compare
+
+    M, N, K = 300, 530, 200
+    cfg = {"block_m": 128, "block_n": 256, "warp_m": 64, "warp_n": 64}
+    if split > 1:
+        cfg["split_k"] = split
+    a = torch.randn(M, K, device="cuda") if layout[0] == "n" else torch.randn(K, M, device="cuda").t()
+    b = torch.randn(K, N, device="cuda") if layout[1] == "n" else torch.randn(N, K, device="cuda").t()
+    addends = {"bias row": torch.randn(N, device="cuda").expand(M, N),
+               "column": torch.randn(M, 1, device="cuda").expand(M, N),
+               "row-major": torch.randn(M, N, device="cuda"),
+               "column-major": torch.randn(N, M, device="cuda").t()}
+    for name, c in addends.items():
+        out = torch.full((M, N), float("nan"), device="cuda")
+        gemmlab.gemm(a, b, c, alpha=0.75, beta=-1.5, out=out, stage=stage, config=cfg)
+        torch.cuda.synchronize()
+        ref = 0.75 * (a.double() @ b.double()) - 1.5 * c.double()
+        r = compare(out, ref, K, stage)
+        assert r.correct, (name, r)
