@@ -22,3 +22,13 @@ torch.compile(layer, backend=backend, fullgraph=True)(torch.randn(2, 8, 64, devi
 for i, gm in enumerate(graphs):
     ops = [str(n.target) for n in gm.graph.nodes if n.op == "call_function" and "gemmlab" in str(n.target)]
     print(f"graph {i}: gemmlab calls {ops}")
+
+
+def flags(x):
+    return x + torch.tensor([float(torch.compiler.is_compiling()), float(gnn._is_compiling()),
+                             float(torch.compiler.is_exporting()), float(gnn._is_exporting()),
+                             float(torch._dynamo.is_compiling())], device=x.device)
+
+
+print("is_compiling, alias, is_exporting, alias, _dynamo.is_compiling under compile:",
+      torch.compile(flags, backend="eager", fullgraph=True)(torch.zeros(5, device="cuda")).tolist())

@@ -93,14 +93,21 @@ def cpu_training(monkeypatch):
     gt.disable()
 
 
-def test_a_run_on_the_cpu(cpu_training, tmp_path):
+def test_a_run_on_the_cpu(cpu_training, tmp_path, monkeypatch):
+    compiles = []
+    real_compile = training._compile
+    monkeypatch.setattr(training, "_compile", lambda m: compiles.append(m) or real_compile(m))
     doc = training.run(cpu_training, progress=open(os.devnull, "w"))
+    assert len(compiles) == 2  # torch's model and the nn.Linear one, each once over the 3 rounds
     assert doc["schema"] == training.SCHEMA and doc["provenance"]["gpu"]["name"] == "FakeGPU"
     rows = {r["run"]: r for r in doc["rows"]}
     assert list(rows) == list(training.ROWS)
     for r in rows.values():
         assert r["error"] is None and r["skipped"] is None, r
-        assert len(r["losses"]) == 6 and len(r["steps_ms"]) == 6 and r["timed_steps"] == 4 and r["step_ms"] > 0
+        # 3 rounds (the default) of 6 steps, 2 of them warm-up each: 12 timed steps, 3 round medians
+        assert len(r["losses"]) == 6 and len(r["steps_ms"]) == 6 and r["step_ms"] > 0
+        assert r["timed_steps"] == 4 * cpu_training.rounds == 12 and len(r["round_step_ms"]) == 3
+        assert [len(x) for x in r["round_steps_ms"]] == [6, 6, 6]
     # the same arithmetic (float64 stand-in vs CPU float32): the losses agree to FP32 noise
     assert rows[training.ENABLE_EAGER]["loss_rel_diff"] <= 1e-5
     assert rows[training.LINEAR_COMPILED]["loss_rel_diff"] <= 1e-5
@@ -164,6 +171,8 @@ def test_command_line_without_a_gpu_and_bad_arguments(tmp_path):
     assert r.returncode == 1 and "--warmup" in r.stderr
     r = cli("--precision", "fp8")
     assert r.returncode == 1 and "--precision" in r.stderr
+    r = cli("--rounds", "0")
+    assert r.returncode == 1 and "--rounds 0" in r.stderr
     r = cli("--help")
-    for opt in ("--d-model", "--precision", "--skip-compile", "--steps", "--out"):
+    for opt in ("--d-model", "--precision", "--skip-compile", "--steps", "--rounds", "--out"):
         assert opt in r.stdout

@@ -66,6 +66,7 @@ class Settings:
     lr: float = 1e-4
     precision: str | None = None
     compile: bool = True
+    rounds: int = 3
     seed: int = 0
     device: int = 0
 
@@ -126,11 +127,18 @@ def train_steps(model, forward, data, s: Settings) -> dict:
 
 
 def summarize(run: dict, warmup: int) -> dict:
+    return summarize_rounds([run["steps_ms"]], warmup)
+
+
+def summarize_rounds(rounds: list, warmup: int) -> dict:
+    """The step time over every round's steps after its first ``warmup``: median, 20th and 80th
+    percentiles, and each round's median (how much the rounds differ)."""
     from . import stats
 
-    timed = run["steps_ms"][warmup:] or run["steps_ms"]
+    timed = [t for r in rounds for t in (r[warmup:] or r)]
     return {"step_ms": stats.median(timed), "step_ms_p20": stats.percentile(timed, 20),
-            "step_ms_p80": stats.percentile(timed, 80), "timed_steps": len(timed)}
+            "step_ms_p80": stats.percentile(timed, 80), "timed_steps": len(timed),
+            "round_step_ms": [stats.median(r[warmup:] or r) for r in rounds]}
 
 
 def loss_rel_diff(losses, ref) -> float | None:
@@ -195,20 +203,29 @@ def run(s: Settings, progress=None) -> dict:
         say(f"  precision {s.precision!r}: {no_precision}; the rows that need it are skipped")
     rows = {}
 
-    def record(name, fn):
-        row = {"run": name, "error": None, "skipped": None}
+    def record(name, fn, rnd):
+        """Round ``rnd`` of the row ``name``: its steps join the row's; the first round also gives
+        the losses, the first step's time (the compilation) and the GEMM counts. A row that
+        failed once is not run again."""
+        row = rows.setdefault(name, {"run": name, "error": None, "skipped": None, "round_steps_ms": []})
+        if row["error"] or row["skipped"]:
+            return
         try:
-            gtorch.reset_stats()
+            if rnd == 0:
+                gtorch.reset_stats()
             out = fn()
             if out is None:
                 return
-            row.update(out)
-            row.update(summarize(out, s.warmup))
+            if rnd == 0:
+                row.update(out)
+            row["round_steps_ms"].append(out["steps_ms"])
         except Exception as e:  # one row's failure is reported, the others still run
             row["error"] = f"{type(e).__name__}: {e}"[:600]
-        rows[name] = row
-        say(f"  {name:<22} " + (f"{row['step_ms']:8.2f} ms/step" if row.get("step_ms") else
-                                row["error"] or row["skipped"] or ""))
+        ms = summarize_rounds(row["round_steps_ms"], s.warmup) if row["round_steps_ms"] else None
+        if ms:
+            row.update(ms)
+        say(f"  {name:<22} " + (f"{row['step_ms']:8.2f} ms/step" + (f" (round {rnd + 1}/{s.rounds})" if s.rounds > 1 else "")
+                                if row.get("step_ms") and not row["error"] else row["error"] or ""))
 
     def skip(name, why):
         rows[name] = {"run": name, "error": None, "skipped": why}
@@ -236,43 +253,55 @@ def run(s: Settings, progress=None) -> dict:
 
     compiled = {}
 
+    def compiled_model(key, replace):
+        """The compiled model of row ``key``, built and compiled once; later rounds start it again
+        from the initial weights, in place (no recompilation)."""
+        if key not in compiled:
+            if not compiled:
+                torch._dynamo.reset()
+            model = fresh(replace)
+            compiled[key] = (model, _compile(model))
+        else:
+            compiled[key][0].load_state_dict(init)
+        return compiled[key]
+
     def compiled_torch():
-        torch._dynamo.reset()
-        model = fresh()
-        compiled["model"] = model
-        compiled["fn"] = _compile(model)
-        return train_steps(model, compiled["fn"], data, s)
+        model, fn = compiled_model("torch", False)
+        return train_steps(model, fn, data, s)
 
     def compiled_linear():
-        model = fresh(replace=True)
-        fn = _compile(model)
+        model, fn = compiled_model("linear", True)
         return {**train_steps(model, fn, data, s), "replaced_linears": 2 * s.layers}
 
     def compiled_enabled():
-        model = compiled.get("model")
-        if model is None:
+        if "torch" not in compiled:
             raise RuntimeError("the torch compiled row did not run")
-        model.load_state_dict(init)                    # in place: the same parameters, no recompilation
+        model, fn = compiled_model("torch", False)      # the same compiled code, under enable()
         with gtorch.enable(precision=s.precision, strict=True):
-            out = train_steps(model, compiled["fn"], data, s)
+            out = train_steps(model, fn, data, s)
         return {**out, "gemms": gemm_stats()}
 
-    record(TORCH_EAGER, eager_torch)
+    runs = [(TORCH_EAGER, eager_torch)]
     if no_precision:
         skip(ENABLE_EAGER, no_precision)
     else:
-        record(ENABLE_EAGER, eager_enabled)
-    torch.cuda.empty_cache()
+        runs.append((ENABLE_EAGER, eager_enabled))
     if s.compile:
-        record(TORCH_COMPILED, compiled_torch)
+        runs.append((TORCH_COMPILED, compiled_torch))
         for name, fn in ((LINEAR_COMPILED, compiled_linear), (ENABLE_COMPILED, compiled_enabled)):
             if no_precision:
                 skip(name, no_precision)
             else:
-                record(name, fn)
+                runs.append((name, fn))
     else:
         for name in (TORCH_COMPILED, LINEAR_COMPILED, ENABLE_COMPILED):
             skip(name, "--skip-compile")
+    # Rounds: every row once per round, in turn, so that a slow stretch of the host (the step is
+    # close to host-bound) falls on all rows alike instead of on whichever row ran then.
+    for rnd in range(s.rounds):
+        for name, fn in runs:
+            record(name, fn, rnd)
+        torch.cuda.empty_cache()
     gtorch.disable()
 
     out_rows = [rows[name] for name in ROWS if name in rows]
@@ -328,7 +357,8 @@ def check_targets(rows: list[dict], s: Settings) -> list[dict]:
 def method_block(s: Settings, tf32: dict | None = None) -> dict:
     return {
         "step_time": (f"CUDA events at every step boundary (zero_grad, forward, MSE loss, backward, Adam step), "
-                      f"no synchronize in the loop; median over steps {s.warmup}..{s.steps - 1}"),
+                      f"no synchronize in the loop; median over steps {s.warmup}..{s.steps - 1} of {s.rounds} round(s): "
+                      f"every row runs once per round, in turn (round_step_ms: each round's median)"),
         "losses": "every step's loss; loss_rel_diff: max over the steps of |loss - baseline| / |baseline|",
         "runs": "same process, same initial weights and data; baseline: torch eager for eager runs, "
                 "torch compiled for compiled runs",
@@ -411,6 +441,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--dropout", type=float, default=d.dropout, help="dropout of the layers (default 0: comparable losses)")
     p.add_argument("--precision", default=None, help="gemmlab's precision for the gemmlab runs: ieee, tf32, tf32x3 "
                                                      "(default: gemmlab's default)")
+    p.add_argument("--rounds", type=int, default=d.rounds,
+                   help=f"times every row runs, in turn; the step time pools the rounds (default {d.rounds})")
     p.add_argument("--skip-compile", action="store_true", help="eager runs only (no torch.compile)")
     p.add_argument("--out", default=None, help="directory for training.json")
     p.add_argument("--json", action="store_true", help="print the JSON document instead of the table")
@@ -421,6 +453,9 @@ def main(argv=None) -> int:
     args = parser().parse_args(argv)
     if args.steps < 1 or args.warmup < 0 or args.warmup >= args.steps:
         print("gemmlab: --steps >= 1 and 0 <= --warmup < --steps", file=sys.stderr)
+        return 1
+    if args.rounds < 1:
+        print(f"gemmlab: --rounds {args.rounds}: at least 1", file=sys.stderr)
         return 1
     if args.precision is not None and args.precision not in ("ieee", "tf32", "tf32x3"):
         print(f"gemmlab: --precision {args.precision!r}: ieee, tf32 or tf32x3", file=sys.stderr)
@@ -437,7 +472,7 @@ def main(argv=None) -> int:
         return 2
     s = Settings(d_model=args.d_model, layers=args.layers, heads=args.heads, ff_mult=args.ff_mult, batch=args.batch,
                  seq=args.seq, steps=args.steps, warmup=args.warmup, dropout=args.dropout, precision=args.precision,
-                 compile=not args.skip_compile)
+                 compile=not args.skip_compile, rounds=args.rounds)
     doc = run(s)
     if args.out:
         write(doc, args.out)
