@@ -94,3 +94,18 @@ def test_separate_c_variant_compiles_without_spills(stage_id):
     assert res["local_bytes"] == 0, f"{ck.name} uses {res['local_bytes']} B of local memory (spills)"
     plain = kernel_for(spec, cfg, variant, "sm_90")
     assert plain.cubin != ck.cubin
+
+
+@pytest.mark.parametrize("tile", [(128, 256, 64, 64), (64, 256, 32, 64)], ids=["128x256", "64x256"])
+@pytest.mark.parametrize("a_k_major,b_n_major", [(1, 1), (1, 0), (0, 1), (0, 0)], ids=["nn", "nt", "tn", "tt"])
+def test_separate_c_epilogue_of_the_large_s11_tiles_keeps_registers(tile, a_k_major, b_n_major):
+    """The separate-c epilogue holds two rows of C in registers (mma/warp_tile.cuh store_with_c):
+    on the tiles the runtime picks most (a linear layer's bias goes through them), in every
+    operand layout, it compiles without local memory and within the 255 registers a thread has."""
+    spec = get("s11")
+    bm, bn, wm, wn = tile
+    cfg = spec.config({"block_m": bm, "block_n": bn, "warp_m": wm, "warp_n": wn, "k_unroll": 4 if bm == 128 else 2})
+    variant = {"a_k_major": a_k_major, "b_n_major": b_n_major, "sep_c": 1}
+    res = sass.resources(kernel_for(spec, cfg, variant, "sm_90").cubin)
+    assert res["local_bytes"] == 0, res
+    assert res["registers"] <= 255, res

@@ -60,13 +60,6 @@ struct ClusterReduce {
             const int64 row = row0 + r, col = col0 + 4 * q;
             if (row >= args.M || col >= args.N) continue;
             const unsigned addr = tile_addr + static_cast<unsigned>((r * LD + 4 * q) * 4);
-            const bool vec = d_vec && col + 3 < args.N;
-            // A separate C's 4 values are loaded ahead of the partials, so that the two loads'
-            // latencies overlap (loaded by store_output4, after the sum, they add up).
-            [[maybe_unused]] float4 old = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            if constexpr (CView::SEPARATE) {
-                if (vec && args.beta != 0.0f) old = c.load4(c.src(nullptr, row, col));
-            }
             float4 part[SLICES];
 #pragma unroll
             for (int s = 0; s < SLICES; ++s) part[s] = async::ld_cluster_v4(async::cluster_map(addr, s));
@@ -78,15 +71,7 @@ struct ClusterReduce {
                 sum.z += part[s].z;
                 sum.w += part[s].w;
             }
-            if (vec) {
-                if constexpr (CView::SEPARATE) {
-                    if (args.beta != 0.0f) {
-                        *reinterpret_cast<float4*>(args.D + row * args.ldd + col) = make_float4(
-                            args.alpha * sum.x + args.beta * old.x, args.alpha * sum.y + args.beta * old.y,
-                            args.alpha * sum.z + args.beta * old.z, args.alpha * sum.w + args.beta * old.w);
-                        continue;
-                    }
-                }
+            if (d_vec && col + 3 < args.N) {
                 store_output4(args, c, row, col, sum);
             } else {
                 const float v[4] = {sum.x, sum.y, sum.z, sum.w};

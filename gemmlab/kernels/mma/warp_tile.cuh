@@ -171,8 +171,10 @@ struct WarpTileCore {
     __device__ __forceinline__ void store_with_c(const GemmArgs& args, const CView& c, int64 row0, int64 col0,
                                                  const float (&acc)[THREAD_M][THREAD_N], bool d_aligned) const {
         const bool same_rows = c.rs == 0;
+        const int64 first = row0 + m_base + row_of(0);
+        if (first >= args.M) return;  // rows increase with i: none of the thread's rows is in D
         float cur[THREAD_N], next[THREAD_N];
-        load_c_row(args, c, same_rows ? 0 : row0 + m_base + row_of(0), col0, cur);
+        load_c_row(args, c, same_rows ? 0 : first, col0, cur);
 #pragma unroll
         for (int i = 0; i < THREAD_M; ++i) {
             const int64 row = row0 + m_base + row_of(i);
