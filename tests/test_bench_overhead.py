@@ -53,6 +53,42 @@ def test_measure_calls_warms_up_then_takes_medians():
     assert r["e2e_us"] == pytest.approx(3.0 + 1.0)
 
 
+def test_measure_interleaved_times_the_calls_in_turns():
+    """Every run visits each call once, in order (a slow stretch of the host falls on all of them);
+    each call's context is held around its own runs; a call that raises is reported and dropped."""
+    c = FakeClock(call=2e-6, sync=10e-6)
+    order, entered = [], []
+
+    def call(name, cost):
+        def fn():
+            c.fn()
+            c.t += cost - c.call
+            order.append(name)
+        return fn
+
+    class Ctx:
+        def __init__(self, name):
+            self.name = name
+
+        def __enter__(self):
+            entered.append(self.name)
+
+        def __exit__(self, *exc):
+            entered.append("/" + self.name)
+
+    def broken():
+        raise RuntimeError("no kernel")
+
+    res = overhead.measure_interleaved([(call("a", 2e-6), None), (call("b", 5e-6), lambda: Ctx("b")), (broken, None)],
+                                       calls=4, repeats=3, warmup=2, sync=c.sync, clock=c, rewarm=1)
+    assert res[0]["host_us"] == pytest.approx(2.0) and res[1]["host_us"] == pytest.approx(5.0)
+    assert res[0]["repeats"] == res[1]["repeats"] == 3 and len(res[1]["e2e_us_runs"]) == 3
+    assert res[2] == {"error": "RuntimeError: no kernel"}
+    # warm-up (2 each), then 3 turns of (1 re-warm + 4 timed) for a, then for b
+    assert order == ["a"] * 2 + ["b"] * 2 + (["a"] * 5 + ["b"] * 5) * 3
+    assert entered == ["b", "/b"] * 4          # the warm-up and each of the three runs
+
+
 def test_add_ratios_per_size_against_torch_mm():
     rows = [{"size": 64, "call": "gemmlab.matmul", "host_us": 10.0, "e2e_us": 12.0},
             {"size": 64, "call": "torch.mm", "host_us": 5.0, "e2e_us": 6.0},

@@ -106,6 +106,49 @@ def measure_calls(fn, *, calls: int, repeats: int, warmup: int, sync, clock=time
             "host_us_runs": host, "e2e_us_runs": e2e, "calls": calls, "repeats": len(host), "warmup": warmup}
 
 
+def measure_interleaved(entries, *, calls: int, repeats: int, warmup: int, sync, clock=time.perf_counter,
+                        rewarm: int = 10) -> list[dict]:
+    """:func:`measure_calls` for several calls at once, in turns: ``entries`` are (fn, context
+    factory or None); each is warmed up once, then every run times each entry in turn (inside its
+    context, after ``rewarm`` untimed calls), so that a slow stretch of the host falls on every
+    entry alike instead of on the one being timed then. One result dict per entry, as
+    measure_calls gives, or {"error": ...} for an entry that raised (it is not timed again)."""
+    results = [{"host_us_runs": [], "e2e_us_runs": []} for _ in entries]
+
+    def held(context):
+        return context() if context is not None else contextlib.nullcontext()
+
+    def attempt(i, body):
+        if "error" in results[i]:
+            return
+        try:
+            with held(entries[i][1]):
+                body(entries[i][0])
+        except Exception as e:  # the other entries still run
+            results[i] = {"error": f"{type(e).__name__}: {e}"[:500]}
+
+    def warm(fn, n):
+        for _ in range(n):
+            fn()
+        sync()
+
+    for i in range(len(entries)):
+        attempt(i, lambda fn: warm(fn, warmup))
+    for _ in range(max(1, repeats)):
+        for i in range(len(entries)):
+            def timed(fn, i=i):
+                warm(fn, rewarm)
+                h, e = time_calls(fn, calls, sync, clock)
+                results[i]["host_us_runs"].append(h * 1e6)
+                results[i]["e2e_us_runs"].append(e * 1e6)
+            attempt(i, timed)
+    for r in results:
+        if "error" not in r:
+            r.update(host_us=stats.median(r["host_us_runs"]), e2e_us=stats.median(r["e2e_us_runs"]), calls=calls,
+                     repeats=len(r["host_us_runs"]), warmup=warmup)
+    return results
+
+
 def add_ratios(rows: list[dict]) -> list[dict]:
     """``vs_torch_host`` and ``vs_torch_e2e``: each row's time over torch.mm's at the same size
     (None where either is missing). In place; returned."""
@@ -343,6 +386,8 @@ def run(settings: Settings, progress=None) -> dict:
     sync = torch.cuda.synchronize
     for n in settings.sizes:
         a, b, ref, out_g, out_t = _operands(n, dev, seed=n)
+        timed = []   # (row, fn, context) of the calls that are correct: timed together, in turns
+        first = len(rows)
         for name, fn, context in _candidates(a, b, out_g, out_t):
             row = {"size": n, "m": n, "n": n, "k": n, "call": name, "host_us": None, "e2e_us": None,
                    "rel_error": None, "correct": False}
@@ -354,15 +399,19 @@ def run(settings: Settings, progress=None) -> dict:
                     row.update(rel_error=chk.rel_error if math.isfinite(chk.rel_error) else None,
                                correct=bool(chk.correct))
                     if chk.correct:
-                        row.update(measure_calls(fn, calls=settings.calls, repeats=settings.repeats,
-                                                 warmup=settings.warmup, sync=sync))
+                        timed.append((row, fn, context))
                     else:
                         row["error"] = f"rel_error {chk.rel_error:.3g} > tolerance {chk.tolerance:.3g}; not timed"
             except Exception as e:
                 row["error"] = f"{type(e).__name__}: {e}"[:500]
             rows.append(row)
-            say(f"  {n:>5}³ {name:<36} " + (f"host {row['host_us']:8.1f} µs  e2e {row['e2e_us']:8.1f} µs"
-                                            if row["host_us"] is not None else row.get("error", "")))
+        results = measure_interleaved([(fn, context) for _, fn, context in timed], calls=settings.calls,
+                                      repeats=settings.repeats, warmup=settings.warmup, sync=sync)
+        for (row, _, _), res in zip(timed, results):
+            row.update(res)
+        for row in rows[first:]:
+            say(f"  {n:>5}³ {row['call']:<36} " + (f"host {row['host_us']:8.1f} µs  e2e {row['e2e_us']:8.1f} µs"
+                                                   if row["host_us"] is not None else row.get("error", "")))
         del a, b, ref, out_g, out_t
         torch.cuda.empty_cache()
     add_ratios(rows)
@@ -395,7 +444,8 @@ def method_block(settings: Settings, tf32: dict | None = None) -> dict:
         "host": (f"wall time of {settings.calls} back-to-back calls (no synchronize in the loop) / "
                  f"{settings.calls}, after {settings.warmup} warm-up calls and a synchronize"),
         "end_to_end": "the same loop plus one torch.cuda.synchronize, / calls",
-        "statistic": f"median of {settings.repeats} runs (every run in host_us_runs / e2e_us_runs)",
+        "statistic": (f"median of {settings.repeats} runs (every run in host_us_runs / e2e_us_runs); the calls of a "
+                      f"size are timed in turns: run r of every call, then run r + 1, each after 10 untimed calls"),
         "operands": "N x N row-major float32, uniform in [-1, 1); each call checked against float64 first",
         "ratio": f"vs_torch_*: the row's time / {BASELINE}'s at the same size",
         "api_vs_kernel": ("CUDA events around each call, L2 flushed before each (gemmlab/bench/timing.py), "
