@@ -78,6 +78,17 @@ for what in "$@"; do
       python3 -m gemmlab.bench.training --out "$RES/training" 2>&1 | tee "$RES/training.txt" | tail -25
       python3 -m gemmlab.bench.training --d-model 2048 --precision tf32x3 --out "$RES/training-2048-tf32x3" 2>&1 \
         | tee "$RES/training-2048.txt" | tail -15 ;;
+    torch-cpu-tests)
+      # The torch tests that CI runs on its CPU torch (2.13), here on the H200's torch (2.11): what
+      # torch.compile traces differs between versions (docs/torch.md, is_exporting).
+      step "pytest (not gpu) of the torch integration on this machine's torch"
+      python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_torch_ops.py tests/test_torch_enable.py tests/test_bench_training.py \
+        2>&1 | tee "$RES/torch_cpu_tests.txt" | grep -E "passed|failed|FAILED|Error" | tail -20
+      summary+=("torch-cpu-tests: $(tail -1 "$RES/torch_cpu_tests.txt")") ;;
+    training-gemms)
+      step "training step: the GEMMs it sends to gemmlab, each against torch on the same strides"
+      (cd scripts && PYTHONPATH=$PWD/..:$PWD python3 training_gemms.py linear 2>&1 | grep -v -i warn | tee "$RES/training-gemms.txt" | cut -c1-160)
+      python3 scripts/compile_probe.py 2>&1 | grep -v -i warn | tee "$RES/compile-probe.txt" | tail -3 ;;
     training-512)
       step "training step, d_model 512 only"
       python3 -m gemmlab.bench.training --out "$RES/training" 2>&1 | tee "$RES/training.txt" | tail -16 ;;
