@@ -76,7 +76,7 @@ for what in "$@"; do
     training)
       step "training step: TransformerEncoder, torch vs gemmlab"
       python3 -m gemmlab.bench.training --out "$RES/training" 2>&1 | tee "$RES/training.txt" | tail -25
-      python3 -m gemmlab.bench.training --d-model 2048 --precision tf32x3 --out "$RES/training-2048-tf32x3" 2>&1 \
+      python3 -m gemmlab.bench.training --d-model 2048 --precision tf32x3 --rounds 2 --skip-graphs --out "$RES/training-2048-tf32x3" 2>&1 \
         | tee "$RES/training-2048.txt" | tail -15 ;;
     torch-cpu-tests)
       # The torch tests that CI runs on its CPU torch (2.13), here on the H200's torch (2.11): what

@@ -70,7 +70,8 @@ def cpu_training(monkeypatch):
         monkeypatch.setattr(torch.cuda, name, lambda *a, **k: None)
     monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
     monkeypatch.setattr(training, "_dev", lambda s: "cpu")
-    monkeypatch.setattr(training, "_compile", lambda m: torch.compile(m, backend="aot_eager", fullgraph=True))
+    monkeypatch.setattr(training, "_compile", lambda m, mode=None: torch.compile(m, backend="aot_eager", fullgraph=True))
+    monkeypatch.setattr(training, "_graph_step_begin", lambda: None)  # CUDA graph trees need CUDA
     monkeypatch.setattr(gt, "_KEY", "CPU")
 
     def stand_in(a, b, c, alpha, beta, out, precision):
@@ -96,9 +97,12 @@ def cpu_training(monkeypatch):
 def test_a_run_on_the_cpu(cpu_training, tmp_path, monkeypatch):
     compiles = []
     real_compile = training._compile
-    monkeypatch.setattr(training, "_compile", lambda m: compiles.append(m) or real_compile(m))
+    modes = []
+    monkeypatch.setattr(training, "_compile", lambda m, mode=None: compiles.append(m) or modes.append(mode)
+                        or real_compile(m))
     doc = training.run(cpu_training, progress=open(os.devnull, "w"))
-    assert len(compiles) == 2  # torch's model and the nn.Linear one, each once over the 3 rounds
+    # torch's model and the nn.Linear one, default mode and with CUDA graphs: each compiled once over 3 rounds
+    assert len(compiles) == 4 and modes == [None, None, "reduce-overhead", "reduce-overhead"]
     assert doc["schema"] == training.SCHEMA and doc["provenance"]["gpu"]["name"] == "FakeGPU"
     rows = {r["run"]: r for r in doc["rows"]}
     assert list(rows) == list(training.ROWS)
@@ -174,5 +178,5 @@ def test_command_line_without_a_gpu_and_bad_arguments(tmp_path):
     r = cli("--rounds", "0")
     assert r.returncode == 1 and "--rounds 0" in r.stderr
     r = cli("--help")
-    for opt in ("--d-model", "--precision", "--skip-compile", "--steps", "--rounds", "--out"):
+    for opt in ("--d-model", "--precision", "--skip-compile", "--skip-graphs", "--steps", "--rounds", "--out"):
         assert opt in r.stdout

@@ -18,11 +18,14 @@ and takes ``--steps`` (30) steps:
   (``gemmlab.nn.replace_linear``: the feed-forward layers; attention's projections stay torch's),
   compiled the same way;
 - ``compiled + enable()``: the compiled torch model (the same compiled code, no recompilation)
-  run under enable(): Inductor's mm/addmm calls on gemmlab too.
+  run under enable(): Inductor's mm/addmm calls on gemmlab too;
+- ``torch compiled (graphs)`` and ``nn.Linear compiled (graphs)``: the two compiled models with
+  ``mode="reduce-overhead"`` (forward and backward replayed as CUDA graphs; ``--skip-graphs``
+  leaves them out): the host's cost per kernel is gone, so these two compare GPU time.
 
 Step time: CUDA events at every step boundary (no synchronize inside the loop), the median over
 the steps after ``--warmup`` (5; the first compiled step holds the compilation, reported as
-``first_step_s``). Losses: the largest relative difference to torch eager's (eager runs) or to
+``first_step_s``) of ``--rounds`` (3) rounds: every row runs once per round, in turn. Losses: the largest relative difference to torch eager's (eager runs) or to
 torch compiled's (compiled runs) over all steps. ``gemmlab.torch.stats()`` of the enable() runs
 shows how many GEMMs ran on gemmlab and how many fell through to torch. A precision the API does
 not take (``gemmlab.matmul(..., precision=P)`` raises) skips the rows that need it with a message.
@@ -47,9 +50,12 @@ ENABLE_EAGER = "enable() eager"
 TORCH_COMPILED = "torch compiled"
 LINEAR_COMPILED = "nn.Linear compiled"
 ENABLE_COMPILED = "compiled + enable()"
-ROWS = (TORCH_EAGER, ENABLE_EAGER, TORCH_COMPILED, LINEAR_COMPILED, ENABLE_COMPILED)
+TORCH_GRAPHS = "torch compiled (graphs)"
+LINEAR_GRAPHS = "nn.Linear compiled (graphs)"
+ROWS = (TORCH_EAGER, ENABLE_EAGER, TORCH_COMPILED, LINEAR_COMPILED, ENABLE_COMPILED, TORCH_GRAPHS, LINEAR_GRAPHS)
 BASELINE = {ENABLE_EAGER: TORCH_EAGER, LINEAR_COMPILED: TORCH_COMPILED, ENABLE_COMPILED: TORCH_COMPILED,
-            TORCH_COMPILED: TORCH_EAGER}
+            TORCH_COMPILED: TORCH_EAGER, TORCH_GRAPHS: TORCH_COMPILED, LINEAR_GRAPHS: TORCH_GRAPHS}
+GRAPHS_MODE = "reduce-overhead"  # torch.compile's mode of the (graphs) rows: Inductor's CUDA graph trees
 
 
 @dataclass
@@ -66,6 +72,7 @@ class Settings:
     lr: float = 1e-4
     precision: str | None = None
     compile: bool = True
+    graphs: bool = True
     rounds: int = 3
     seed: int = 0
     device: int = 0
@@ -97,9 +104,10 @@ def make_data(s: Settings, n: int = 4):
             for _ in range(n)]
 
 
-def train_steps(model, forward, data, s: Settings) -> dict:
+def train_steps(model, forward, data, s: Settings, step_begin=None) -> dict:
     """``s.steps`` Adam steps of ``forward`` (the model or its compiled form) on ``data`` cycled;
-    every step's loss and GPU-timeline time (CUDA events at the boundaries)."""
+    every step's loss and GPU-timeline time (CUDA events at the boundaries). ``step_begin``:
+    called before each step's forward (CUDA graph trees: torch.compiler.cudagraph_mark_step_begin)."""
     import torch
 
     torch.manual_seed(s.seed + 2)           # dropout, where there is any: the same masks in every eager run
@@ -112,6 +120,8 @@ def train_steps(model, forward, data, s: Settings) -> dict:
     for i in range(s.steps):
         x, y = data[i % len(data)]
         opt.zero_grad(set_to_none=True)
+        if step_begin is not None:
+            step_begin()
         loss = torch.nn.functional.mse_loss(forward(x), y)
         loss.backward()
         opt.step()
@@ -149,10 +159,16 @@ def loss_rel_diff(losses, ref) -> float | None:
 
 # ---- the benchmark -------------------------------------------------------------------------------
 
-def _compile(model):
+def _compile(model, mode=None):
     import torch
 
-    return torch.compile(model, fullgraph=True)
+    return torch.compile(model, fullgraph=True, mode=mode)
+
+
+def _graph_step_begin():
+    import torch
+
+    return torch.compiler.cudagraph_mark_step_begin()
 
 
 def precision_ok(precision, device: str) -> str | None:
@@ -253,14 +269,14 @@ def run(s: Settings, progress=None) -> dict:
 
     compiled = {}
 
-    def compiled_model(key, replace):
+    def compiled_model(key, replace, mode=None):
         """The compiled model of row ``key``, built and compiled once; later rounds start it again
         from the initial weights, in place (no recompilation)."""
         if key not in compiled:
             if not compiled:
                 torch._dynamo.reset()
             model = fresh(replace)
-            compiled[key] = (model, _compile(model))
+            compiled[key] = (model, _compile(model, mode) if mode else _compile(model))
         else:
             compiled[key][0].load_state_dict(init)
         return compiled[key]
@@ -281,6 +297,14 @@ def run(s: Settings, progress=None) -> dict:
             out = train_steps(model, fn, data, s)
         return {**out, "gemms": gemm_stats()}
 
+    def graphs_torch():
+        model, fn = compiled_model("torch graphs", False, GRAPHS_MODE)
+        return train_steps(model, fn, data, s, step_begin=_graph_step_begin)
+
+    def graphs_linear():
+        model, fn = compiled_model("linear graphs", True, GRAPHS_MODE)
+        return {**train_steps(model, fn, data, s, step_begin=_graph_step_begin), "replaced_linears": 2 * s.layers}
+
     runs = [(TORCH_EAGER, eager_torch)]
     if no_precision:
         skip(ENABLE_EAGER, no_precision)
@@ -296,6 +320,15 @@ def run(s: Settings, progress=None) -> dict:
     else:
         for name in (TORCH_COMPILED, LINEAR_COMPILED, ENABLE_COMPILED):
             skip(name, "--skip-compile")
+    if s.compile and s.graphs:
+        runs.append((TORCH_GRAPHS, graphs_torch))
+        if no_precision:
+            skip(LINEAR_GRAPHS, no_precision)
+        else:
+            runs.append((LINEAR_GRAPHS, graphs_linear))
+    else:
+        for name in (TORCH_GRAPHS, LINEAR_GRAPHS):
+            skip(name, "--skip-compile" if not s.compile else "--skip-graphs")
     # Rounds: every row once per round, in turn, so that a slow stretch of the host (the step is
     # close to host-bound) falls on all rows alike instead of on whichever row ran then.
     for rnd in range(s.rounds):
@@ -362,7 +395,9 @@ def method_block(s: Settings, tf32: dict | None = None) -> dict:
         "losses": "every step's loss; loss_rel_diff: max over the steps of |loss - baseline| / |baseline|",
         "runs": "same process, same initial weights and data; baseline: torch eager for eager runs, "
                 "torch compiled for compiled runs",
-        "compile": "torch.compile(model, fullgraph=True), default mode; first_step_s holds the compilation",
+        "compile": ("torch.compile(model, fullgraph=True), default mode; the (graphs) rows "
+                    f"mode={GRAPHS_MODE!r} (forward and backward replayed as CUDA graphs, Adam eager, "
+                    "cudagraph_mark_step_begin before each forward); first_step_s holds the compilation"),
         "tf32_settings": tf32 or {},
     }
 
@@ -444,6 +479,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--rounds", type=int, default=d.rounds,
                    help=f"times every row runs, in turn; the step time pools the rounds (default {d.rounds})")
     p.add_argument("--skip-compile", action="store_true", help="eager runs only (no torch.compile)")
+    p.add_argument("--skip-graphs", action="store_true",
+                   help=f"no (graphs) rows: torch.compile(mode={GRAPHS_MODE!r}), the step replayed as CUDA graphs")
     p.add_argument("--out", default=None, help="directory for training.json")
     p.add_argument("--json", action="store_true", help="print the JSON document instead of the table")
     return p
@@ -472,7 +509,7 @@ def main(argv=None) -> int:
         return 2
     s = Settings(d_model=args.d_model, layers=args.layers, heads=args.heads, ff_mult=args.ff_mult, batch=args.batch,
                  seq=args.seq, steps=args.steps, warmup=args.warmup, dropout=args.dropout, precision=args.precision,
-                 compile=not args.skip_compile, rounds=args.rounds)
+                 compile=not args.skip_compile, graphs=not args.skip_graphs, rounds=args.rounds)
     doc = run(s)
     if args.out:
         write(doc, args.out)
