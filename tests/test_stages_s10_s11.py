@@ -607,3 +607,47 @@ def test_gpu_separate_c_epilogue_every_layout(stage, layout, split):
         ref = 0.75 * (a.double() @ b.double()) - 1.5 * c.double()
         r = compare(out, ref, K)
         assert r.correct, (name, r)
+
+
+# ---- ffma_rotate: where each run of FFMAs starts (mma/warp_tile.cuh run_column) ----------------
+@pytest.mark.parametrize("a_k_major", [1, 0], ids=["nn", "tn"])
+def test_ffma_rotate_cuts_register_bank_conflicts_of_the_large_tile(a_k_major):
+    """The mechanism, in `gemmlab sass`'s 4-bank count, on the runtime's main tile (128x256,
+    k_unroll 4): starting each run of FFMAs at column (c + 2) mod 4 leaves fewer FFMAs of the main
+    loop reading two registers of one bank (nn 198 -> 119, tn 156 -> 30 per loop trip with NVRTC
+    13.0), with the same FFMAs, the same loop length and no local memory. (The issue model's 2
+    banks predict no gain; the H200 decides: docs/stages/s10-s11.md.)"""
+    from gemmlab.analysis import sass
+    from gemmlab.api import kernel_for
+
+    stats = {}
+    for fr in (0, 1):
+        cfg = S11.config({"block_m": 128, "block_n": 256, "warp_m": 64, "warp_n": 64, "k_unroll": 4, "ffma_rotate": fr})
+        cubin = kernel_for(S11, cfg, {"a_k_major": a_k_major, "b_n_major": 1}, "sm_90").cubin
+        stats[fr] = {**sass.main_loop_stats(sass.instructions(cubin)), **sass.resources(cubin)}
+    before, after = stats[0], stats[1]
+    assert after["main_loop_ffma"] == before["main_loop_ffma"] == 2048
+    assert after["main_loop_instructions"] == before["main_loop_instructions"]
+    assert after["local_bytes"] == 0
+    assert after["reg_bank_conflicts"] <= 0.7 * before["reg_bank_conflicts"], (before["reg_bank_conflicts"],
+                                                                              after["reg_bank_conflicts"])
+
+
+def test_ffma_rotate_is_0_or_1_and_named_in_the_kernel():
+    with pytest.raises(ConfigError, match="ffma_rotate=2 must be 0 or 1"):
+        S11.config({"ffma_rotate": 2})
+    assert S11.default_config["ffma_rotate"] == 0
+    assert "_fr1_" in S11.kernel_name(S11.config({"ffma_rotate": 1}), {"a_k_major": 1, "b_n_major": 1})
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", ["nn", "nt", "tn", "tt"])
+@pytest.mark.parametrize("M,N,K", [(388, 268, 164), (260, 1000, 4100)])
+def test_gpu_s11_ffma_rotate_matches_float64(layout, M, N, K):
+    """ffma_rotate=1 only reorders FFMAs into different accumulators: every layout, edges, deep K."""
+    from gemmlab.check import check_stage
+
+    for tile in ({"block_m": 128, "block_n": 256, "warp_m": 64, "warp_n": 64, "k_unroll": 4},
+                 {"block_m": 64, "block_n": 256, "warp_m": 32, "warp_n": 64}):
+        r = check_stage("s11", M, N, K, layout, config={**tile, "ffma_rotate": 1})
+        assert r.correct, (layout, tile, r)

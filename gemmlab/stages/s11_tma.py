@@ -105,7 +105,7 @@ class Tma(CpAsync):
         out = super().constraints(cfg)
         if cfg["block_m"] > 256 or cfg["block_n"] > 256:
             out.append(f"block {cfg['block_m']}x{cfg['block_n']}: a TMA box is at most 256 per dimension")
-        for key in ("producer_warp", "consumer_sync"):
+        for key in ("producer_warp", "consumer_sync", "ffma_rotate"):
             if cfg.get(key, 0) not in (0, 1):
                 out.append(f"{key}={cfg[key]} must be 0 or 1")
         if not out and self.threads(cfg) > 1024:
@@ -135,7 +135,7 @@ class Tma(CpAsync):
         return (f"gemmlab::S11Tma<{cfg['block_m']}, {cfg['block_n']}, {cfg['block_k']}, {cfg['warp_m']}, "
                 f"{cfg['warp_n']}, {cfg['k_unroll']}, {b(cfg['a_swizzle'])}, {cfg['stages']}, {b(cfg['producer_warp'])}, "
                 f"{b(cfg['consumer_sync'])}, {b(variant['a_k_major'])}, {b(variant['b_n_major'])}, "
-                f"{variant.get('cluster_k', 1)}>")
+                f"{variant.get('cluster_k', 1)}, {cfg.get('ffma_rotate', 0)}>")
 
     # ---- split-K in a cluster (kernels/epilogue/cluster_reduce.cuh) ----------------------------
     MAX_CLUSTER = 8  # a portable cluster
@@ -216,6 +216,9 @@ STAGE = Tma(
         Param("consumer_sync", 0, "1: the consumer warps also meet at a named barrier every K tile (lockstep, as s10); "
                                   "0: only the full/empty mbarriers couple them (up to stages-1 tiles of drift)"),
         Param("min_blocks", 1, "blocks per SM that __launch_bounds__ asks registers for (small tiles: 2-4)"),
+        Param("ffma_rotate", 0, "1: each run of FFMAs sharing one A value starts at column (c+2) mod 4 (c: A's "
+                                "component in its quad), so that with 4 register banks its first FFMA reads three "
+                                "(B N-major; mma/warp_tile.cuh; an experiment); 0: columns in order"),
     ),
     sass=("UTMALDG", "SYNCS", "LDS.128", "FFMA"),
     sass_scalar=("UTMALDG", "SYNCS", "LDS.128", "FFMA"),

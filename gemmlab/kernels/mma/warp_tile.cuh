@@ -14,8 +14,17 @@ namespace gemmlab {
 // or single columns 8 apart (B K-major: a quarter-warp reads 8 consecutive swizzled rows of Bs[n][k]).
 // The k loop runs in groups of 4 k: one LDS.128 then yields 4 k of one row of a [x][k] tile or
 // 4 rows/columns of one k of a [k][x] tile, so every fragment load is an LDS.128 in all layouts.
+//
+// FFMA_ROTATE (B N-major only): where each run of THREAD_N FFMAs that share one value of A starts.
+// The run's first FFMA reads all three operands from the register file (later ones take A's
+// value from the reuse cache); A's value is component c of an LDS.128 quad, and B's value j is
+// component j mod 4 of its quad. With 4 register banks (register mod 4: `gemmlab sass`'s count),
+// starting the run at column (c + 2) mod 4 keeps A, B and (with ptxas's usual accumulator
+// choice) the accumulator in three banks. With the 2 banks of the issue model
+// (analysis/issue_model.py) it cannot help: three reads always share a bank. Which of the two
+// holds on Hopper is for the H200 to say (docs/stages/s10-s11.md); 0: columns in order.
 template <int BLOCK_M, int BLOCK_N, int BLOCK_K, int WARP_M, int WARP_N, int K_UNROLL, bool A_SWIZZLE,
-          bool A_K_MAJOR, bool B_N_MAJOR>
+          bool A_K_MAJOR, bool B_N_MAJOR, int FFMA_ROTATE = 0>
 struct WarpTileCore {
     // As[m][k] swizzled, with single rows 4 apart (else plain, with groups of 4 rows): a config choice.
     static constexpr bool A_ROWS_SWIZZLED = A_K_MAJOR && A_SWIZZLE;
@@ -38,6 +47,12 @@ struct WarpTileCore {
                   "block_k must be 8, 16 or 32 (a [x][k] row is then one 32/64/128-byte swizzle span)");
     static_assert(THREAD_M * THREAD_N <= 128, "thread_m*thread_n accumulators must be at most 128 (registers)");
     static_assert(K_UNROLL >= 1 && K_GROUPS % K_UNROLL == 0, "k_unroll must divide block_k/4");
+    static_assert(FFMA_ROTATE == 0 || FFMA_ROTATE == 1, "ffma_rotate must be 0 or 1");
+
+    // Column j of the jj-th FFMA in a run whose A value is component c of its quad (FFMA_ROTATE).
+    static __device__ __forceinline__ int run_column(int c, int jj) {
+        return (FFMA_ROTATE && B_N_MAJOR) ? (jj + (c + 2) % 4) % THREAD_N : jj;
+    }
 
     // Chunk c of row x of a [x][k] tile is stored at chunk c ^ f(x): the TMA SWIZZLE_32B/64B/128B
     // pattern for K_ROW_BYTES-wide rows (bits [4,4+log2 K_CHUNKS) of the byte offset XOR bits
@@ -114,7 +129,10 @@ struct WarpTileCore {
 #pragma unroll
                     for (int kk = 0; kk < 4; ++kk) {
 #pragma unroll
-                        for (int j = 0; j < THREAD_N; ++j) acc[i][j] = fmaf(a[kk], b[kk][j], acc[i][j]);
+                        for (int jj = 0; jj < THREAD_N; ++jj) {
+                            const int j = run_column(kk, jj);
+                            acc[i][j] = fmaf(a[kk], b[kk][j], acc[i][j]);
+                        }
                     }
                 }
             } else {
@@ -134,7 +152,10 @@ struct WarpTileCore {
 #pragma unroll
                     for (int i = 0; i < THREAD_M; ++i) {
 #pragma unroll
-                        for (int j = 0; j < THREAD_N; ++j) acc[i][j] = fmaf(a[i], b[kk][j], acc[i][j]);
+                        for (int jj = 0; jj < THREAD_N; ++jj) {
+                            const int j = run_column(i % 4, jj);
+                            acc[i][j] = fmaf(a[i], b[kk][j], acc[i][j]);
+                        }
                     }
                 }
             }
