@@ -78,6 +78,12 @@ for what in "$@"; do
       python3 -m gemmlab.bench.training --out "$RES/training" 2>&1 | tee "$RES/training.txt" | tail -25
       python3 -m gemmlab.bench.training --d-model 2048 --precision tf32x3 --rounds 2 --skip-graphs --out "$RES/training-2048-tf32x3" 2>&1 \
         | tee "$RES/training-2048.txt" | tail -15 ;;
+    ffma-rotate)
+      step "s11 ffma_rotate 0 against 1 at 4096^3 and 8192^3, nn and tn (docs/stages/s10-s11.md: which register-bank model holds)"
+      for n in 4096 8192; do for lay in nn tn; do
+        python3 -m gemmlab ladder --size $n --layout $lay --stages "s11[k_unroll=4],s11[k_unroll=4,ffma_rotate=1]" \
+          --baselines cublas --out "$RES/ffma-rotate-$n-$lay" 2>&1 | tee "$RES/ffma-rotate-$n-$lay.txt" | tail -4
+      done; done ;;
     torch-cpu-tests)
       # The torch tests that CI runs on its CPU torch (2.13), here on the H200's torch (2.11): what
       # torch.compile traces differs between versions (docs/torch.md, is_exporting).
