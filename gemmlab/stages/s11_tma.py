@@ -218,7 +218,8 @@ STAGE = Tma(
         Param("min_blocks", 1, "blocks per SM that __launch_bounds__ asks registers for (small tiles: 2-4)"),
         Param("ffma_rotate", 0, "1: each run of FFMAs sharing one A value starts at column (c+2) mod 4 (c: A's "
                                 "component in its quad), so that with 4 register banks its first FFMA reads three "
-                                "(B N-major; mma/warp_tile.cuh; an experiment); 0: columns in order"),
+                                "(B N-major; mma/warp_tile.cuh; an experiment); 0: columns in order",
+              named_at_default=False),
     ),
     sass=("UTMALDG", "SYNCS", "LDS.128", "FFMA"),
     sass_scalar=("UTMALDG", "SYNCS", "LDS.128", "FFMA"),
