@@ -93,7 +93,7 @@ for what in "$@"; do
       summary+=("torch-cpu-tests: $(tail -1 "$RES/torch_cpu_tests.txt")") ;;
     training-gemms)
       step "training step: the GEMMs it sends to gemmlab, each against torch on the same strides"
-      (cd scripts && PYTHONPATH=$PWD/..:$PWD python3 training_gemms.py linear 2>&1 | grep -v -i warn | tee "$RES/training-gemms.txt" | cut -c1-160)
+      (cd scripts && PYTHONPATH=$PWD/..:$PWD python3 training_gemms.py 2>&1 | grep -v -i warn | tee "$RES/training-gemms.txt" | cut -c1-160)
       python3 scripts/compile_probe.py 2>&1 | grep -v -i warn | tee "$RES/compile-probe.txt" | tail -3 ;;
     training-512)
       step "training step, d_model 512 only"

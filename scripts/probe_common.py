@@ -5,12 +5,13 @@ import torch
 from gemmlab.bench.timing import L2Flush, Policy, measure
 
 
-def event_timer(target_seconds=0.1, max_seconds=1.0, min_reps=10, max_reps=300):
+def event_timer(target_seconds=0.1, max_seconds=1.0, min_reps=10, max_reps=300, flushed=True):
     """t(fn) -> the median CUDA-event time of fn in microseconds (after one untimed call), each
-    repetition after a writing L2 flush (gemmlab/bench/timing.py)."""
+    repetition after a writing L2 flush (gemmlab/bench/timing.py), or with ``flushed=False``
+    back to back as in a training step."""
     torch.backends.cuda.matmul.allow_tf32 = False
     pol = Policy(target_seconds=target_seconds, max_seconds=max_seconds, min_reps=min_reps, max_reps=max_reps)
-    flush = L2Flush()
+    flush = L2Flush() if flushed else (lambda: None)
 
     def t(fn):
         fn()

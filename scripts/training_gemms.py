@@ -1,22 +1,19 @@
 """The GEMMs one training step sends to gemmlab (H200 diagnostic for the training benchmark): the
-TransformerEncoder of gemmlab.bench.training with gemmlab.nn.Linear under torch.compile (or, with
-``enable``, torch's model under gemmlab.torch.enable()); every call that reaches gemmlab in one
-step is recorded (operator, shapes, strides, alpha, beta), then each distinct call is timed on
-tensors of the same shapes and strides through gemmlab and through torch (mm / addmm on the same
-views), with and without an L2 flush, next to the plan gemmlab runs.
-    python3 scripts/training_gemms.py [linear|enable]"""
-import sys
+TransformerEncoder of gemmlab.bench.training with gemmlab.nn.Linear under torch.compile; every
+call that reaches gemmlab's operators in one step is recorded (operator, shapes, strides, alpha,
+beta), then each distinct call is timed on tensors of the same shapes and strides through gemmlab
+and through torch (mm / addmm on the same views), with and without an L2 flush, next to the plan
+gemmlab runs. (enable() reaches gemmlab below the operators: it is not recorded here.)
+    python3 scripts/training_gemms.py"""
 from collections import Counter
 
 import torch
 
-import gemmlab
 import gemmlab.torch as gtorch
 import gemmlab.torch_ops as ops
 from gemmlab import api
 from probe_common import TrainingModel, event_timer
 
-mode = sys.argv[1] if len(sys.argv) > 1 else "linear"
 tm = TrainingModel()
 calls = Counter()
 _orig = ops._run
@@ -31,16 +28,10 @@ def recording(op, a, b, c, alpha, beta, precision):
     return _orig(op, a, b, c, alpha, beta, precision)
 
 
-if mode == "linear":
-    m = tm.fresh(True)
-    fwd = torch.compile(m, fullgraph=True)
-    ctx = gtorch.disable()
-else:
-    m = tm.fresh()
-    fwd = m
-    ctx = gtorch.enable(strict=True)
+m = tm.fresh(True)
+fwd = torch.compile(m, fullgraph=True)
 one = tm.step(m, fwd)
-with ctx:
+with gtorch.disable():
     for i in range(4):
         one(i)
     torch.cuda.synchronize()
@@ -58,23 +49,10 @@ def make(s):
     return torch.randn(span, device="cuda").as_strided(shape, stride)
 
 
-flushed = event_timer()
+flushed, plain = event_timer(), event_timer(flushed=False)
 
 
-def plain(fn, reps=50):
-    fn()
-    torch.cuda.synchronize()
-    ev = [torch.cuda.Event(enable_timing=True) for _ in range(reps + 1)]
-    ev[0].record()
-    for i in range(reps):
-        fn()
-        ev[i + 1].record()
-    torch.cuda.synchronize()
-    ts = sorted(ev[i].elapsed_time(ev[i + 1]) for i in range(reps))
-    return ts[reps // 2] * 1e3
-
-
-print(f"mode {mode}: {sum(calls.values())} gemmlab calls in one step, {len(calls)} distinct")
+print(f"nn.Linear compiled: {sum(calls.values())} gemmlab calls in one step, {len(calls)} distinct")
 print(f"{'n':>2} {'op':6} {'M x N x K':16} {'a stride':12} {'b stride':12} {'c':10} "
       f"{'gl us':>7} {'cb us':>7} {'ratio':>6} {'gl(fl)':>7} {'cb(fl)':>7} {'ratio':>6}  plan")
 tot_g = tot_t = 0.0

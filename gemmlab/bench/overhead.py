@@ -97,13 +97,21 @@ def measure_calls(fn, *, calls: int, repeats: int, warmup: int, sync, clock=time
     for _ in range(warmup):
         fn()
     sync()
-    host, e2e = [], []
+    runs = {"host_us_runs": [], "e2e_us_runs": []}
     for _ in range(max(1, repeats)):
-        h, e = time_calls(fn, calls, sync, clock)
-        host.append(h * 1e6)
-        e2e.append(e * 1e6)
-    return {"host_us": stats.median(host), "e2e_us": stats.median(e2e),
-            "host_us_runs": host, "e2e_us_runs": e2e, "calls": calls, "repeats": len(host), "warmup": warmup}
+        _add_run(runs, *time_calls(fn, calls, sync, clock))
+    return _medians(runs, calls, warmup)
+
+
+def _add_run(runs: dict, host_s: float, e2e_s: float) -> None:
+    runs["host_us_runs"].append(host_s * 1e6)
+    runs["e2e_us_runs"].append(e2e_s * 1e6)
+
+
+def _medians(runs: dict, calls: int, warmup: int) -> dict:
+    """measure_calls' result: the medians of the runs, the runs, and how they were taken."""
+    return {**runs, "host_us": stats.median(runs["host_us_runs"]), "e2e_us": stats.median(runs["e2e_us_runs"]),
+            "calls": calls, "repeats": len(runs["host_us_runs"]), "warmup": warmup}
 
 
 def measure_interleaved(entries, *, calls: int, repeats: int, warmup: int, sync, clock=time.perf_counter,
@@ -138,15 +146,9 @@ def measure_interleaved(entries, *, calls: int, repeats: int, warmup: int, sync,
         for i in range(len(entries)):
             def timed(fn, i=i):
                 warm(fn, rewarm)
-                h, e = time_calls(fn, calls, sync, clock)
-                results[i]["host_us_runs"].append(h * 1e6)
-                results[i]["e2e_us_runs"].append(e * 1e6)
+                _add_run(results[i], *time_calls(fn, calls, sync, clock))
             attempt(i, timed)
-    for r in results:
-        if "error" not in r:
-            r.update(host_us=stats.median(r["host_us_runs"]), e2e_us=stats.median(r["e2e_us_runs"]), calls=calls,
-                     repeats=len(r["host_us_runs"]), warmup=warmup)
-    return results
+    return [r if "error" in r else _medians(r, calls, warmup) for r in results]
 
 
 def add_ratios(rows: list[dict]) -> list[dict]:

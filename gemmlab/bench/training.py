@@ -237,9 +237,8 @@ def run(s: Settings, progress=None) -> dict:
             row["round_steps_ms"].append(out["steps_ms"])
         except Exception as e:  # one row's failure is reported, the others still run
             row["error"] = f"{type(e).__name__}: {e}"[:600]
-        ms = summarize_rounds(row["round_steps_ms"], s.warmup) if row["round_steps_ms"] else None
-        if ms:
-            row.update(ms)
+        if row["round_steps_ms"]:
+            row.update(summarize_rounds(row["round_steps_ms"], s.warmup))
         say(f"  {name:<22} " + (f"{row['step_ms']:8.2f} ms/step" + (f" (round {rnd + 1}/{s.rounds})" if s.rounds > 1 else "")
                                 if row.get("step_ms") and not row["error"] else row["error"] or ""))
 
@@ -276,7 +275,7 @@ def run(s: Settings, progress=None) -> dict:
             if not compiled:
                 torch._dynamo.reset()
             model = fresh(replace)
-            compiled[key] = (model, _compile(model, mode) if mode else _compile(model))
+            compiled[key] = (model, _compile(model, mode))
         else:
             compiled[key][0].load_state_dict(init)
         return compiled[key]
