@@ -126,7 +126,10 @@ def clear_plan_cache() -> None:
     with _plans_lock:
         _plans.clear()
         _products.clear()
+        kept = list(_workspaces.values())
         _workspaces.clear()
+    for ws in kept:
+        ws.free()
 
 
 def plan_cache_info() -> dict:
@@ -283,6 +286,9 @@ def _print_config() -> bool:
 # skips an allocation (3.5 us of host time through torch on the H200's host). Not under CUDA
 # graph capture (a graph keeps the address it captured, and may be replayed on another stream
 # while eager calls use the buffer): there, and for larger workspaces, every call allocates.
+# A kept workspace is gemmlab's own driver memory (jit/memory.py), not a torch tensor: torch
+# routes a thread's allocations into a CUDA-graph pool while torch.compile's graph trees warm up,
+# and a tensor kept from there is a pool allocation no graph accounts for, which they refuse.
 WORKSPACE_KEEP_FLOATS = 8 << 20
 _workspaces: dict = {}
 _capturing = None
@@ -301,9 +307,14 @@ def _workspace(e: "_Entry", floats: int, stream_h: int, like, explicit_stream: b
     key = (e.device, stream_h)
     ws = _workspaces.get(key)
     if ws is None or ws.numel() < floats:
-        ws = _allocate(e.kind, (max(floats, 1 << 16),), e.device, like)
+        from .jit.memory import DeviceMemory
+
+        grown = DeviceMemory(e.device, max(floats, 1 << 16))
         with _plans_lock:
-            _workspaces[key] = ws
+            ws, _workspaces[key] = _workspaces.get(key), grown
+        if ws is not None:
+            ws.free()  # waits for the kernels that may still read it
+        ws = grown
     return ws
 
 

@@ -482,6 +482,38 @@ def test_gpu_workspace_kept_per_stream_and_not_under_capture(monkeypatch):
 
 
 @pytest.mark.gpu
+def test_gpu_device_memory_is_usable_and_freed_once():
+    """jit/memory.DeviceMemory (the kept workspaces): device memory torch can write through its
+    pointer, from a thread with no current context too; free() returns it once."""
+    import threading
+
+    import torch
+
+    from gemmlab.jit.memory import DeviceMemory
+
+    made = []
+    t = threading.Thread(target=lambda: made.append(DeviceMemory(0, 1000)))  # a new thread: no context
+    t.start()
+    t.join()
+    (m,) = made
+    assert m.data_ptr() != 0 and m.numel() == 1000
+    from cuda.bindings import driver
+
+    x = torch.arange(1000, dtype=torch.float32, device="cuda")
+    back = torch.zeros(1000, device="cuda")
+    torch.cuda.synchronize()
+    assert driver.cuMemcpyDtoD(m.data_ptr(), x.data_ptr(), 4000)[0] == driver.CUresult.CUDA_SUCCESS
+    assert driver.cuMemcpyDtoD(back.data_ptr(), m.data_ptr(), 4000)[0] == driver.CUresult.CUDA_SUCCESS
+    torch.cuda.synchronize()
+    assert torch.equal(back, x)
+    m.free()
+    assert m.data_ptr() == 0
+    m.free()  # a second free does nothing
+    with pytest.raises(ValueError, match="floats"):
+        DeviceMemory(0, 0)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("layout", ["nn", "nt", "tn", "tt"])
 @pytest.mark.parametrize("M,N,K,batch", [(257, 129, 300, None), (64, 64, 64, None), (100, 3000, 700, None),
                                          (33, 65, 129, 3), (1, 300, 500, None)])
