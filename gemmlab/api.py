@@ -258,7 +258,7 @@ def _execute(e: _Entry, a, out, ptrs, alpha, beta, stream):
     ws = None
     if plan.ws_floats:
         ws = _workspace(e, plan.ws_floats, stream_h, a, stream is not None)
-        ptrs["ws"] = _ptr(ws)
+        ptrs["ws"] = ws.data_ptr() if e.kind == "torch" else _ptr(ws)  # a tensor, or kept DeviceMemory
     if _env("GEMMLAB_PRINT_CONFIG") and _print_config():
         print(plan.summary, file=sys.stderr)
     plan.run(ptrs, alpha, beta if e.beta_used else 0.0, stream_h)

@@ -617,3 +617,68 @@ def test_gpu_transposed_b(layout, M, N, K, batch, bcast):
     fn(a, b, c, alpha=0.5, beta=3.0, out=out, stage="s11", config={"repack": 1, "split_k": 2})
     torch.cuda.synchronize()
     assert check.compare(out, check.reference(a, b, c, 0.5, 3.0), K).correct
+
+
+def test_kept_workspace_grows_frees_and_reaches_the_plan(monkeypatch):
+    """api._workspace / _execute / clear_plan_cache without a GPU: a torch call's workspace is
+    one DeviceMemory per (device, stream) (jit/memory.py; faked here), grown by replacing it (the
+    old one freed), handed to the plan as its pointer, freed by clear_plan_cache; calls with
+    stream= and calls under capture allocate a tensor per call instead."""
+    torch = pytest.importorskip("torch", reason="torch is not installed: the kept workspace is torch's path")
+    from gemmlab import api
+    from gemmlab.jit import memory
+
+    made, freed = [], []
+
+    class FakeMemory:
+        def __init__(self, device_id, floats):
+            self.floats, self.ptr = floats, 0x1000 * (len(made) + 1)
+            made.append(self)
+
+        def data_ptr(self):
+            return self.ptr
+
+        def numel(self):
+            return self.floats
+
+        def free(self):
+            freed.append(self)
+
+    class FakePlan:
+        def __init__(self, floats):
+            self.ws_floats, self.runs = floats, []
+
+        def run(self, ptrs, alpha, beta, stream_h):
+            self.runs.append((dict(ptrs), stream_h))
+
+    api.clear_plan_cache()
+    monkeypatch.setattr(memory, "DeviceMemory", FakeMemory)
+    monkeypatch.setattr(api, "_capturing", lambda: False)
+    stream = [7]
+    monkeypatch.setattr(api, "_raw_stream", lambda dev: stream[0])
+    recorded = []
+    monkeypatch.setattr(api, "_record_stream", lambda t, s, dev: recorded.append((t.data_ptr(), s)))
+    a, out = torch.zeros(4, 4), torch.zeros(4, 4)
+
+    def call(floats, explicit=None):
+        e = api._Entry(FakePlan(floats), "torch", 0, (4, 4), {"a": (0, 64), "b": (0, 64), "out": (0, 64)}, False, False)
+        ptrs = {"a": 1 << 40, "b": 1 << 41, "c": None, "out": out.data_ptr()}
+        if explicit is not None:
+            monkeypatch.setattr(api.arrays, "stream_handle", lambda s: s)
+        api._execute(e, a, out, ptrs, 1.0, 0.0, explicit)
+        return e.plan.runs[0]
+
+    ptrs, s = call(100)
+    assert s == 7 and len(made) == 1 and made[0].floats == 1 << 16 and ptrs["ws"] == made[0].ptr
+    assert call(5000)[0]["ws"] == made[0].ptr and len(made) == 1          # reused
+    assert call(1 << 17)[0]["ws"] == made[1].ptr and freed == [made[0]]   # grown: the old one freed
+    stream[0] = 9
+    assert call(100)[0]["ws"] == made[2].ptr                              # another stream: its own
+    assert set(api._workspaces) == {(0, 7), (0, 9)}
+    ptrs, s = call(100, explicit=11)                                      # stream=: a tensor per call
+    assert s == 11 and len(made) == 3 and ptrs["ws"] not in {m.ptr for m in made}
+    assert recorded == [(ptrs["ws"], 11)]                                 # told to torch's allocator
+    monkeypatch.setattr(api, "_capturing", lambda: True)
+    assert call(100)[0]["ws"] not in {m.ptr for m in made} and len(made) == 3   # under capture
+    api.clear_plan_cache()
+    assert not api._workspaces and sorted(map(id, freed)) == sorted(map(id, made))
