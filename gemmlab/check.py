@@ -38,8 +38,10 @@ class CheckResult:
         return asdict(self)
 
 
-def compare(out, ref, K: int, precision: str = "ieee") -> CheckResult:
-    """``out`` float32 and ``ref`` float64 torch tensors of the same shape."""
+def compare(out, ref, K: int, precision: str = "ieee", scale: float = 0.0) -> CheckResult:
+    """``out`` float32 and ``ref`` float64 torch tensors of the same shape: ||out - ref|| over
+    ||ref|| (finite elements), or over ``scale`` where that is larger (:func:`terms_scale`: the
+    larger term of alpha A B + beta C, so that the two cancelling does not inflate the error)."""
     import torch
 
     out_finite_where = bool(torch.isfinite(out.double())[torch.isfinite(ref)].all()) if ref.numel() else True
@@ -47,6 +49,7 @@ def compare(out, ref, K: int, precision: str = "ieee") -> CheckResult:
     diff = torch.where(torch.isfinite(ref), diff, torch.zeros_like(diff))
     num = float(torch.linalg.vector_norm(diff))
     den = float(torch.linalg.vector_norm(torch.where(torch.isfinite(ref), ref, torch.zeros_like(ref))))
+    den = max(den, scale) if math.isfinite(scale) else den
     rel = num / den if den > 0 else num
     if not math.isfinite(rel):
         rel = float("inf")
@@ -103,6 +106,21 @@ def reference(a, b, c, alpha, beta):
     return ref
 
 
+def terms_scale(a, b, c, alpha, beta) -> float:
+    """max(||alpha A B||, ||beta C||) in float64 (finite elements): the size of the larger term.
+    A result where the two nearly cancel (a 1x1x1 product, say) is small against the rounding of
+    its terms, which a tensor-core stage makes at 2^-11 of the product: its error is measured
+    against the product then, not against what is left of the sum."""
+    import torch
+
+    def norm(t):
+        t = t.double()
+        return float(torch.linalg.vector_norm(torch.where(torch.isfinite(t), t, torch.zeros_like(t))))
+
+    ab = norm(alpha * (a.double() @ b.double()))
+    return max(ab, norm(beta * c)) if c is not None and beta != 0.0 else ab
+
+
 def poisoned_like(c):
     import torch
 
@@ -133,7 +151,7 @@ def check_stage(stage, M, N, K, layout="nn", *, config=None, batch=None, alpha=A
     import torch
 
     torch.cuda.synchronize()
-    return compare(out, ref, K, precision or stage_precision(stage))
+    return compare(out, ref, K, precision or stage_precision(stage), terms_scale(a, b, c, alpha, beta))
 
 
 def check_stage_poisoned(stage, M, N, K, layout="nn", *, config=None, alpha=ALPHA, seed=None):

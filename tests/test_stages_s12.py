@@ -145,6 +145,23 @@ def test_tf32_tolerance_is_written_once():
     assert check.stage_precision("s12") == "tf32" and check.stage_precision("s07") == "ieee"
 
 
+def test_compare_measures_a_cancelling_sum_against_its_larger_term():
+    """A 1x1x1 alpha a b + beta c that nearly cancels: a TF32 product's rounding (2^-11 of a b)
+    is large against what is left, and check_stage flaked on it (s12, 1x1x1 tn, 1.0e-2 against
+    2^-8). Against the larger term the same result passes; a wrong one still fails."""
+    torch = pytest.importorskip("torch", reason="torch is not installed: check.compare takes torch tensors")
+    a, b, c = torch.tensor([[1.5]]), torch.tensor([[1.25]]), torch.tensor([[-1.0]])
+    alpha, beta = 1.0, 1.87
+    ref = check.reference(a, b, c, alpha, beta)                    # 1.875 - 1.87 = 0.005
+    tf32_like = (ref + 1.875 * 2.0 ** -11).float()                # the product rounded at 2^-11
+    scale = check.terms_scale(a, b, c, alpha, beta)
+    assert scale == pytest.approx(1.875)
+    assert not check.compare(tf32_like, ref, 1, "tf32").correct   # against the sum: 0.1
+    assert check.compare(tf32_like, ref, 1, "tf32", scale).correct
+    assert not check.compare((ref + 0.05).float(), ref, 1, "tf32", scale).correct
+    assert check.terms_scale(a, b, None, 2.0, 0.0) == pytest.approx(3.75)
+
+
 # ---- GPU ------------------------------------------------------------------------------------------
 SHAPES = [(128, 256, 32), (256, 512, 1024), (1, 1, 1), (7, 13, 5), (129, 257, 33), (1000, 1000, 1000),
           (255, 129, 4097), (4095, 257, 1023), (64, 300, 64), (3000, 50, 700)]
