@@ -798,16 +798,25 @@ def test_gpu_cuda_graph_of_a_whole_training_step():
 
 
 @pytest.mark.gpu
-def test_gpu_compile_reduce_overhead_training():
+@pytest.mark.parametrize("tokens", [32, 1024])
+def test_gpu_compile_reduce_overhead_training(tokens):
     """torch.compile(mode="reduce-overhead") (CUDA graphs of the compiled forward and backward)
-    of a gemmlab.nn.Linear MLP: training steps match an eager twin."""
+    of a gemmlab.nn.Linear MLP: training steps match an eager twin. With 1024 tokens the first
+    layer's B (the weight, K-major) is repacked into a workspace, which gemmlab keeps per stream
+    between calls. The CUDA-graph trees warm each graph up on their own stream with torch's
+    allocations routed into the graph's pool; a workspace kept there as a torch tensor made them
+    refuse to record ("tensor(s) in the cudagraph pool not tracked as outputs", the d_model-512
+    training benchmark on the H200). The kept workspace is gemmlab's own memory now."""
+    from gemmlab import api
+
+    api.clear_plan_cache()
     model = mlp(64, 128, 16, seed=6).cuda()
     twin = clone_mlp(model, 64, 128, 16, seed=6)
     torch._dynamo.reset()
     compiled = torch.compile(model, mode="reduce-overhead", fullgraph=True)
     opts = [torch.optim.SGD(m.parameters(), lr=0.05) for m in (model, twin)]
     for i in range(5):                                   # warm-up, recording, replays
-        x, y = torch.randn(32, 64, device="cuda"), torch.randn(32, 16, device="cuda")
+        x, y = torch.randn(tokens, 64, device="cuda"), torch.randn(tokens, 16, device="cuda")
         losses = []
         for net, opt in zip((compiled, twin), opts):
             opt.zero_grad(set_to_none=True)
@@ -819,40 +828,10 @@ def test_gpu_compile_reduce_overhead_training():
         assert rel(losses[0], losses[1]) <= 1e-5, i
     for p, q in zip(model.parameters(), twin.parameters()):
         assert rel(p, q) <= 1e-5
-
-
-@pytest.mark.gpu
-def test_gpu_compile_reduce_overhead_training_with_a_kept_workspace():
-    """The same with 1024 tokens: the first layer's B (the weight, K-major) is repacked into a
-    workspace, and gemmlab keeps a workspace per stream between calls. The CUDA-graph trees warm
-    each graph up on their own stream with torch's allocations routed into the graph's pool; a
-    workspace kept there as a torch tensor made them refuse to record ("tensor(s) in the
-    cudagraph pool not tracked as outputs", the d_model-512 training benchmark on the H200). The
-    kept workspace is gemmlab's own memory now: the steps run and match the eager twin."""
-    from gemmlab import api
-
-    api.clear_plan_cache()
-    model = mlp(64, 128, 16, seed=7).cuda()
-    twin = clone_mlp(model, 64, 128, 16, seed=7)
-    torch._dynamo.reset()
-    compiled = torch.compile(model, mode="reduce-overhead", fullgraph=True)
-    opts = [torch.optim.SGD(m.parameters(), lr=0.05) for m in (model, twin)]
-    for i in range(5):
-        x, y = torch.randn(1024, 64, device="cuda"), torch.randn(1024, 16, device="cuda")
-        losses = []
-        for net, opt in zip((compiled, twin), opts):
-            opt.zero_grad(set_to_none=True)
-            loss = torch.nn.functional.mse_loss(net(x), y)
-            loss.backward()
-            opt.step()
-            losses.append(loss.detach().clone())
-        torch.cuda.synchronize()
-        assert rel(losses[0], losses[1]) <= 1e-5, i
-    for p, q in zip(model.parameters(), twin.parameters()):
-        assert rel(p, q) <= 1e-5
-    here = torch.cuda.current_stream().cuda_stream
-    assert any(stream != here for _, stream in api._workspaces), (
-        "no workspace was kept on the graph trees' warm-up stream: the case this test is for did not run")
+    if tokens >= 1024:
+        here = torch.cuda.current_stream().cuda_stream
+        assert any(stream != here for _, stream in api._workspaces), (
+            "no workspace was kept on the graph trees' warm-up stream: the case this test is for did not run")
     api.clear_plan_cache()
 
 
