@@ -98,6 +98,15 @@ for what in "$@"; do
     training-512)
       step "training step, d_model 512 only"
       python3 -m gemmlab.bench.training --out "$RES/training" 2>&1 | tee "$RES/training.txt" | tail -16 ;;
+    training-eager-repeats)
+      # The enable() eager row is host-bound (docs/torch.md): three separate processes, each
+      # printing the machine's uptime and load first, so a cold or loaded host shows in the log.
+      step "training step, eager rows only, three processes"
+      for r in 1 2 3; do
+        echo "uptime: $(uptime)" | tee "$RES/training-eager-$r.txt"
+        python3 -m gemmlab.bench.training --skip-compile --rounds 3 --out "$RES/training-eager-$r" 2>&1 \
+          | grep -v -i warn | tee -a "$RES/training-eager-$r.txt" | grep -E "^target: eager"
+      done ;;
     training-profile)
       step "training step: wall against GPU kernel time, top kernels per run"
       python3 scripts/training_profile.py 2>&1 | grep -v Warning | tee "$RES/training-profile.txt" | tail -80 ;;
