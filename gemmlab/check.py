@@ -48,7 +48,7 @@ def compare(out, ref, K: int, precision: str = "ieee", scale: float = 0.0) -> Ch
     diff = (out.double() - ref)
     diff = torch.where(torch.isfinite(ref), diff, torch.zeros_like(diff))
     num = float(torch.linalg.vector_norm(diff))
-    den = float(torch.linalg.vector_norm(torch.where(torch.isfinite(ref), ref, torch.zeros_like(ref))))
+    den = _finite_norm(ref)
     den = max(den, scale) if math.isfinite(scale) else den
     rel = num / den if den > 0 else num
     if not math.isfinite(rel):
@@ -99,11 +99,27 @@ def contract_data(kind: str, shape, generator, device="cuda"):
     raise ValueError(f"kind={kind!r}: expected one of {DATA_KINDS}")
 
 
+def _finite_norm(t) -> float:
+    """||t||_F in float64 over its finite elements."""
+    import torch
+
+    t = t.double()
+    return float(torch.linalg.vector_norm(torch.where(torch.isfinite(t), t, torch.zeros_like(t))))
+
+
+def _terms(a, b, c, alpha, beta):
+    """alpha A B and beta C in float64 (None for the second when beta is 0 or there is no C)."""
+    ab = alpha * (a.double() @ b.double())
+    return ab, (beta * c.double() if c is not None and beta != 0.0 else None)
+
+
+def _larger_term(ab, bc) -> float:
+    return _finite_norm(ab) if bc is None else max(_finite_norm(ab), _finite_norm(bc))
+
+
 def reference(a, b, c, alpha, beta):
-    ref = alpha * (a.double() @ b.double())
-    if c is not None and beta != 0.0:
-        ref = ref + beta * c.double()
-    return ref
+    ab, bc = _terms(a, b, c, alpha, beta)
+    return ab if bc is None else ab + bc
 
 
 def terms_scale(a, b, c, alpha, beta) -> float:
@@ -111,14 +127,7 @@ def terms_scale(a, b, c, alpha, beta) -> float:
     A result where the two nearly cancel (a 1x1x1 product, say) is small against the rounding of
     its terms, which a tensor-core stage makes at 2^-11 of the product: its error is measured
     against the product then, not against what is left of the sum."""
-    import torch
-
-    def norm(t):
-        t = t.double()
-        return float(torch.linalg.vector_norm(torch.where(torch.isfinite(t), t, torch.zeros_like(t))))
-
-    ab = norm(alpha * (a.double() @ b.double()))
-    return max(ab, norm(beta * c)) if c is not None and beta != 0.0 else ab
+    return _larger_term(*_terms(a, b, c, alpha, beta))
 
 
 def poisoned_like(c):
@@ -145,13 +154,14 @@ def check_stage(stage, M, N, K, layout="nn", *, config=None, batch=None, alpha=A
 
     a, b, c = random_operands(M, N, K, layout, batch, seed=seed)
     out = poisoned_like(c)  # separate from c: the kernel must write every element
-    ref = reference(a, b, c, alpha, beta)
+    ab, bc = _terms(a, b, c, alpha, beta)  # the product once, for the reference and the scale
+    ref = ab if bc is None else ab + bc
     fn = gemmlab.gemm_batched if batch else gemmlab.gemm
     fn(a, b, c, alpha=alpha, beta=beta, out=out, stage=stage, config=config, precision=precision)
     import torch
 
     torch.cuda.synchronize()
-    return compare(out, ref, K, precision or stage_precision(stage), terms_scale(a, b, c, alpha, beta))
+    return compare(out, ref, K, precision or stage_precision(stage), _larger_term(ab, bc))
 
 
 def check_stage_poisoned(stage, M, N, K, layout="nn", *, config=None, alpha=ALPHA, seed=None):

@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import threading
 
+from .launch import check_result
+
 _primary: dict[int, object] = {}
 _lock = threading.Lock()
 
 
 def _check(err, what: str) -> None:
-    from cuda.bindings import driver
-
-    if err != driver.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"gemmlab: {what} failed: {err}")
+    check_result(int(err), what)
 
 
 def _in_primary_context(device_id: int, fn):
