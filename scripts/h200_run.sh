@@ -107,6 +107,9 @@ for what in "$@"; do
         python3 -m gemmlab.bench.training --skip-compile --rounds 3 --out "$RES/training-eager-$r" 2>&1 \
           | grep -v -i warn | tee -a "$RES/training-eager-$r.txt" | grep -E "^target: eager"
       done ;;
+    enable-probe)
+      step "enable() eager: host issue time per step, and the step's GEMMs through torch and gemmlab"
+      (cd scripts && PYTHONPATH=$PWD/..:$PWD python3 enable_probe.py 2>&1 | grep -v -i warn | tee "$RES/enable-probe.txt" | cut -c1-200) ;;
     training-profile)
       step "training step: wall against GPU kernel time, top kernels per run"
       python3 scripts/training_profile.py 2>&1 | grep -v Warning | tee "$RES/training-profile.txt" | tail -80 ;;
