@@ -30,7 +30,7 @@ from .stages import get as _get_stage
 
 INT32_MAX = 2**31 - 1
 PLAN_CACHE_SIZE = 4096
-PLAN_KEYS = ("split_k", "repack", "a_transpose", "cluster_reduce")  # config keys the plan layer takes (not the stage's)
+PLAN_KEYS = ("split_k", "repack", "a_transpose", "cluster_reduce", "stream_k")  # config keys the plan layer takes (not the stage's)
 
 
 def matmul(a, b, out=None, *, stage="auto", config=None, stream=None, precision=None):
@@ -51,7 +51,9 @@ def gemm(a, b, c=None, alpha=1.0, beta=0.0, out=None, *, stage="auto", config=No
 
     ``config`` may also hold ``split_k`` (slices of K, reduced by a second kernel), ``repack``
     (1: copy operands whose rows are not 16-byte aligned into aligned workspace first, and a
-    K-major B into row-major) and ``a_transpose`` (1: a row-major A into a column-major copy).
+    K-major B into row-major), ``a_transpose`` (1: a row-major A into a column-major copy) and
+    ``stream_k`` (1: s11's stream-K schedule, a grid the size of the GPU sharing the K iterations
+    of all tiles evenly, in place of split-K; where the problem has none, as if not asked).
     ``precision``: "ieee" (FP32 FFMA), "tf32" (tensor cores, 10-bit inputs) or "tf32x3"
     (FP32-accurate tensor cores); None: the process default (gemmlab.set_precision)."""
     return _gemm(a, b, c, alpha, beta, out, stage, config, stream, False, precision)
@@ -289,7 +291,8 @@ def _print_config() -> bool:
 # A kept workspace is gemmlab's own driver memory (jit/memory.py), not a torch tensor: torch
 # routes a thread's allocations into a CUDA-graph pool while torch.compile's graph trees warm up,
 # and a tensor kept from there is a pool allocation no graph accounts for, which they refuse.
-WORKSPACE_KEEP_FLOATS = 8 << 20
+# 16M floats (64 MB): stream-K's partial slots at 128x256 on 132 SMs take 8.65M.
+WORKSPACE_KEEP_FLOATS = 16 << 20
 _workspaces: dict = {}
 _capturing = None
 
@@ -375,7 +378,7 @@ def _split_config(config):
                 raise ConfigError(f"config {k}={config[k]!r} is not an integer") from None
             if k == "split_k" and not 1 <= v <= 65535:
                 raise ConfigError(f"config split_k={v}: slices of K, 1..65535")
-            if k in ("repack", "a_transpose", "cluster_reduce") and v not in (0, 1):
+            if k in ("repack", "a_transpose", "cluster_reduce", "stream_k") and v not in (0, 1):
                 raise ConfigError(f"config {k}={v} must be 0 or 1")
             plan_cfg[k] = v
     return stage_cfg, plan_cfg
@@ -520,10 +523,11 @@ def _build_entry(a, b, c, alpha, beta, out, stage, config, stream, batched, prec
                          repack=bool(plan_cfg.get("repack", choice.repack)),
                          a_transpose=bool(plan_cfg.get("a_transpose", choice.a_transpose)),
                          cluster_reduce=(bool(plan_cfg["cluster_reduce"]) if "cluster_reduce" in plan_cfg
-                                         else choice.cluster_reduce))
-        if not allow_ws and (choice.split_k > 1 or choice.repack or choice.a_transpose):
-            raise ConfigError("split_k, repack and a_transpose need a workspace, which gemmlab allocates with "
-                              "torch or CuPy; these arrays are neither")
+                                         else choice.cluster_reduce),
+                         stream_k=bool(plan_cfg.get("stream_k", choice.stream_k)))
+        if not allow_ws and (choice.split_k > 1 or choice.repack or choice.a_transpose or choice.stream_k):
+            raise ConfigError("split_k, repack, a_transpose and stream_k need a workspace, which gemmlab allocates "
+                              "with torch or CuPy; these arrays are neither")
     entry.plan = _build_plan(choice, prob, refs, dev, capturing=capturing)
     return entry
 

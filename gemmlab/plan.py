@@ -17,7 +17,8 @@ lies): repack an operand into a workspace
 the K-major or hi/lo copies of the tensor-core stages: which copies and their layouts are
 gemmlab/problem.py's, the launches are here);
 the GEMM kernel itself; the split-K reduce (none where the stage adds the slices of a tile in a
-thread block cluster: s11 with 2 slices, or up to 8 when ``Choice.cluster_reduce`` forces it).
+thread block cluster: s11 with 2 slices, or up to 8 when ``Choice.cluster_reduce`` forces it);
+with ``Choice.stream_k`` (s11, an experiment) the stream-K kernel and its fixup instead.
 Pointers come from *sources*: ``a``, ``b``, ``c``,
 ``out`` (the caller's arrays) and ``ws`` (a workspace the API allocates per call with the
 caller's framework, so it is stream-ordered and graph-capture safe).
@@ -35,6 +36,7 @@ from .jit import launch as _launch
 from .jit.compiler import CompiledKernel
 from .jit.source import C_PARAMS, COMMON_PARAMS, generate
 from .problem import Copy, Problem, k_slices, round4
+from .stages._stream_k import cut_tiles, shared_tiles
 from .stages.tensor_map import TensorMapArg, TensorMapDescriptor
 
 INT32_MAX = 2**31 - 1
@@ -60,11 +62,15 @@ class Choice:
     # split-K slices added in a thread block cluster: None where the stage does so by default,
     # True wherever it can, False never (a workspace and the reduce kernel)
     cluster_reduce: bool | None = None
+    # stream-K: a grid the size of the GPU runs whole tiles in waves and shares the rest's K
+    # iterations evenly; a second kernel adds the cut tiles' partials (kernels/epilogue/stream_k.cuh).
+    # Replaces split-K.
+    stream_k: bool = False
 
     def describe(self) -> dict:
         return {"stage": self.spec.id, "config": dict(self.config), "split_k": self.split_k,
                 "repack": self.repack, "a_transpose": self.a_transpose, "cluster_reduce": self.cluster_reduce,
-                "source": self.source}
+                "stream_k": self.stream_k, "source": self.source}
 
 
 class Step:
@@ -91,6 +97,10 @@ class Step:
     def launch(self, stream: int) -> None:
         _launch.launch_raw(self.fn, self.ctx, self.grid, self.block, self.smem, stream, self.params)
 
+    @property
+    def name(self) -> str:
+        return self.ck.name
+
 
 @dataclass
 class Plan:
@@ -106,7 +116,7 @@ class Plan:
 
     @property
     def kernels(self) -> list[str]:
-        return [s.ck.name for s in self.steps]
+        return [s.name for s in self.steps]
 
     @property
     def ck(self) -> CompiledKernel | None:
@@ -159,6 +169,7 @@ _COPY_SRC = '#include "common.cuh"\n'
 _REDUCE_SRC = '#include "splitk_reduce.cuh"\n'
 _TRANSPOSE_SRC = '#include "transpose.cuh"\n'
 _SPLIT_SRC = '#include "copy/split_tf32.cuh"\n'
+_FIXUP_SRC = '#include "stream_k_fixup.cuh"\n'
 
 
 def _ready_kernel(src: str, name: str, arch: str, dev: int, smem: int, capturing: bool):
@@ -236,10 +247,20 @@ class _Builder:
         self.add("reduce", _REDUCE_SRC, "gemmlab_splitk_reduce", self.arch, (blocks, 1, 1), 256, 0, kinds, values,
                  [(0, *ws_ref), (1, *d_ref), (15, *c_ref)], [(12, "alpha"), (13, "beta")])
 
+    # -- stream-K's fixup: the cut tiles' partial slots added, the epilogue applied -------------
+    def stream_k_fixup(self, slots_ref, d_ref, c_ref, prob: Problem, blocks, bm, bn, bk, group_m):
+        kinds = ["ptr", "ptr"] + ["i64"] * 5 + ["i32"] * 3 + ["f32", "f32", "ptr", "i64", "i64"]
+        c_rs, c_cs, _ = prob.c_strides()
+        values = [0, 0, prob.M, prob.N, prob.ldd, -(-prob.K // bk), blocks, bm, bn, group_m, 1.0, 0.0, 0, c_rs, c_cs]
+        tiles = -(-prob.M // bm) * -(-prob.N // bn)
+        self.add("stream-K fixup", _FIXUP_SRC, "gemmlab_stream_k_fixup", self.arch, (shared_tiles(tiles, blocks), 1, 1),
+                 256, 0, kinds, values, [(0, *slots_ref), (1, *d_ref), (12, *c_ref)], [(10, "alpha"), (11, "beta")])
+
     # -- a stage kernel ------------------------------------------------------------------------
-    def gemm(self, spec, cfg, prob: Problem, refs: dict, scalars: bool):
+    def gemm(self, spec, cfg, prob: Problem, refs: dict, scalars: bool, stream_k=None):
         """refs: {"a": (source, offset), "b": ..., "d": ...}; scalars: alpha/beta are slots (else
-        the values in ``prob`` are baked in, e.g. 1 and 0 for split-K partials)."""
+        the values in ``prob`` are baked in, e.g. 1 and 0 for split-K partials). ``stream_k``:
+        (blocks, slots ref): the stream-K grid and its partial slots."""
         other = spec.fallback(cfg, prob)
         if other is not None:
             spec, cfg = other
@@ -248,6 +269,9 @@ class _Builder:
         if prob.separate_c and prob.beta != 0.0:  # the epilogue reads the caller's c where it lies
             variant = {**variant, "sep_c": 1}
         grid = spec.grid(cfg, prob)
+        if stream_k is not None:
+            variant = {**variant, "stream_k": 1}
+            grid = (stream_k[0], 1, 1)
         if grid[0] > INT32_MAX:
             raise ConfigError(f"stage {spec.id}: {grid[0]} blocks exceed the grid limit; use a larger tile")
         if grid[1] > 65535:
@@ -270,12 +294,15 @@ class _Builder:
                 kind = _launch.kind_of(extra)
                 kinds.append(kind)
                 values.append(float(extra) if kind == "f32" else int(extra))
+        ptr_slots = [(0, *refs["a"]), (1, *refs["b"]), (2, *refs["d"]), (c_slot, *refs.get("c", refs["d"]))]
+        if stream_k is not None:  # sk_partials: the wrapper's last parameter
+            ptr_slots.append((len(kinds), *stream_k[1]))
+            kinds.append("ptr")
+            values.append(0)
         n_common = 3 + len(COMMON_PARAMS)
         scalar_slots = [(n_common, "alpha"), (n_common + 1, "beta")] if scalars else []
         step = self.add(spec.id, src, name, spec.compile_arch(cfg, self.arch), grid, spec.launch_threads(cfg, variant),
-                        spec.smem_bytes(cfg, variant), kinds, values,
-                        [(0, *refs["a"]), (1, *refs["b"]), (2, *refs["d"]), (c_slot, *refs.get("c", refs["d"]))],
-                        scalar_slots, tmaps)
+                        spec.smem_bytes(cfg, variant), kinds, values, ptr_slots, scalar_slots, tmaps)
         return step, spec, cfg, variant
 
 
@@ -360,13 +387,28 @@ def build(choice: Choice, prob: Problem, refs: dict, dev: int, *, capturing: boo
             label = f"transpose {c.which}" if c.kind == "transpose" else f"repack {c.which}"
             prob = _copy_operand(b, label, prob, c, refs)
 
-    k_split, splits = k_slices(prob.K, choice.split_k)
+    # Stream-K where asked and the stage that will run has a schedule for the problem (else the
+    # choice's split-K, as if it had not been asked).
+    sk_blocks = 0
+    if choice.stream_k:
+        run_spec, run_cfg = spec.fallback(cfg, prob) or (spec, cfg)
+        sk_blocks = run_spec.stream_k_blocks(run_cfg, prob, _device.info(dev).sms)
+    k_split, splits = k_slices(prob.K, 1 if sk_blocks else choice.split_k)
     sliced = replace(prob, splits=splits, k_split=k_split)  # d_ss = 0: the slices share D
     in_cluster = False
     if splits > 1 and choice.cluster_reduce is not False:  # the stage that will run decides
         run_spec, run_cfg = spec.fallback(cfg, sliced) or (spec, cfg)
         in_cluster = run_spec.cluster_slices(run_cfg, splits, forced=bool(choice.cluster_reduce))
-    if in_cluster:  # one kernel: the slices of a tile add their partials in a cluster
+    if sk_blocks:  # the stream-K kernel, then the fixup of the tiles it cut (where it cut any)
+        bm, bn = run_spec.block_tile(run_cfg)
+        bk = run_cfg["block_k"]
+        tiles = -(-prob.M // bm) * -(-prob.N // bn)
+        slots = ("ws", b.ws_region(2 * sk_blocks * bm * bn))
+        main, spec_run, cfg_run, variant = b.gemm(spec, cfg, prob, refs, scalars=True, stream_k=(sk_blocks, slots))
+        if cut_tiles(tiles, -(-prob.K // bk), sk_blocks):
+            b.stream_k_fixup(slots, refs["d"], refs.get("c", refs["d"]), prob, sk_blocks, bm, bn, bk,
+                             spec_run.group_m(cfg_run))
+    elif in_cluster:  # one kernel: the slices of a tile add their partials in a cluster
         main, spec_run, cfg_run, variant = b.gemm(spec, cfg, sliced, refs, scalars=True)
     elif splits > 1:
         ws_ld = round4(prob.N)
@@ -381,9 +423,11 @@ def build(choice: Choice, prob: Problem, refs: dict, dev: int, *, capturing: boo
                  prob.ldd, 1, prob.d_bs, prob.batch, prob.c_strides())
     else:
         main, spec_run, cfg_run, variant = b.gemm(spec, cfg, prob, refs, scalars=True)
-    ran = Choice(spec_run, cfg_run, splits, choice.repack, choice.source, choice.a_transpose, in_cluster)
+    ran = Choice(spec_run, cfg_run, splits, choice.repack, choice.source, choice.a_transpose, in_cluster,
+                 stream_k=bool(sk_blocks))
     summary = (f"gemmlab: {prob.M}x{prob.N}x{prob.K} batch {prob.batch} -> {spec_run.id} {cfg_run} {variant} "
-               f"split_k {splits} ({choice.source}); " + ", ".join(f"kernel {s.ck.name}" for s in b.steps) +
+               f"split_k {splits}{f' stream-K {sk_blocks} blocks' if sk_blocks else ''} ({choice.source}); " +
+               ", ".join(f"kernel {s.name}" for s in b.steps) +
                f"; grid {main.grid}")
     return Plan(steps=b.steps, choice=ran, main=main, variant=variant, ws_floats=b.ws_floats, summary=summary)
 

@@ -110,6 +110,17 @@ for what in "$@"; do
     enable-probe)
       step "enable() eager: host issue time per step, and the step's GEMMs through torch and gemmlab"
       (cd scripts && PYTHONPATH=$PWD/..:$PWD python3 enable_probe.py 2>&1 | grep -v -i warn | tee "$RES/enable-probe.txt" | cut -c1-200) ;;
+    stream-k-probe)
+      step "stream-K against auto and cuBLAS on mid-size shapes"
+      (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 250 python3 stream_k_probe.py 2>&1 | grep -v -i warn | tee "$RES/stream-k-probe.txt") ;;
+    tests-stream-k)
+      step "pytest -m gpu tests/test_stream_k.py"
+      timeout 280 python3 -m pytest -m gpu -q -x -n 8 --timeout 120 --timeout-method thread -p no:cacheprovider tests/test_stream_k.py \
+        > "$OUT/gpu_stream_k.txt" 2>&1; tail -25 "$OUT/gpu_stream_k.txt" | cut -c1-300
+      summary+=("tests-stream-k: $(tail -1 "$OUT/gpu_stream_k.txt")") ;;
+    ncu-stream-k)
+      step "ncu: s11 data-parallel against stream-K"
+      bash scripts/ncu_stream_k.sh "1200 1200 1200" "12288 512 512" "4096 4096 4096" 2>&1 | tee "$RES/ncu-stream-k.txt" ;;
     training-profile)
       step "training step: wall against GPU kernel time, top kernels per run"
       python3 scripts/training_profile.py 2>&1 | grep -v Warning | tee "$RES/training-profile.txt" | tail -80 ;;

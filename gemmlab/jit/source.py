@@ -15,6 +15,10 @@ extern "C" __global__ void {attributes}__launch_bounds__({threads}, {min_blocks}
     int64 M, int64 N, int64 K, int64 a_rs, int64 a_cs, int64 b_rs, int64 b_cs, int64 ldd,
     float alpha, float beta, int64 batch, int64 a_bs, int64 b_bs, int64 d_bs, int64 k_split,
     int64 d_ss, const float* C, int64 c_rs, int64 c_cs, int64 c_bs{extra_decl}) {{
+{body}}}
+"""
+
+_DATA_PARALLEL_BODY = """\
     extern __shared__ __align__(128) unsigned char smem[];
     // Linear block index -> output tile, grouped {group_m} tile rows at a time so that blocks
     // running together share rows of A and columns of B in L2 (000 §2.3).
@@ -38,7 +42,30 @@ extern "C" __global__ void {attributes}__launch_bounds__({threads}, {min_blocks}
         Stage::run(args, tile_m * {bm}, tile_n * {bn}, smem{extra_args});
         if (b + gridDim.z < batch) __syncthreads();  // shared memory is reused by the next batch
     }}
-}}
+"""
+
+# Stream-K (variant "stream_k", batch 1, no split-K): gridDim.x blocks run whole tiles in waves,
+# then share the K iterations of the rest evenly (kernels/epilogue/stream_k.cuh: the schedule);
+# each segment (a whole tile, or the part of a block's run in one tile) is a Stage::run over its
+# K range that stores into D or, cut, into its partial slot (gemmlab::StreamKStore); the plan's
+# second kernel (kernels/stream_k_fixup.cuh) adds the slots of the cut tiles.
+_STREAM_K_BODY = """\
+    static_assert(Stage::BLOCK_K == {bk} && Stage::CLUSTER_K == 1,
+                  "gemmlab: stream-K segments are whole K tiles of the spec's block_k, with no cluster split");
+    extern __shared__ __align__(128) unsigned char smem[];
+    __shared__ gemmlab::StreamKSegment seg;  // decoded by thread 0, read by all (no registers kept)
+    const gemmlab::GemmArgs whole{{A, B, D, M, N, K, a_rs, a_cs, b_rs, b_cs, ldd, alpha, beta, 0, C, c_rs, c_cs}};
+    if (threadIdx.x == 0) seg.start<{bm}, {bn}, {bk}>(M, N, K);
+    for (;;) {{
+        if (threadIdx.x == 0) seg.advance<{bm}, {bn}, {bk}, {group_m}>(whole, sk_partials);
+        __syncthreads();
+        if (!seg.valid) break;
+        const int64 k0 = seg.k0;
+        gemmlab::GemmArgs args{{A + k0 * a_cs, B + k0 * b_rs, D, M, N, seg.k_len, a_rs, a_cs, b_rs, b_cs, ldd,
+                                alpha, beta, k0, C, c_rs, c_cs}};
+        Stage::run(args, seg.row0, seg.col0, smem{extra_args}, gemmlab::StreamKStore{{&seg}});
+        __syncthreads();  // shared memory, the mbarriers and seg are reused by the next segment
+    }}
 """
 
 # The order of the common kernel parameters after the pointers, shared with jit/launch.py.
@@ -54,12 +81,18 @@ def generate(spec, cfg: dict, variant: dict) -> tuple[str, str]:
     extra = spec.extra_params(cfg, variant)
     # A c that is not the output (variant "sep_c"): the epilogue reads it with its own strides.
     defines = "#define GEMMLAB_SEPARATE_C 1\n" if variant.get("sep_c") else ""
+    extra_decl = "".join(f", {decl}" for decl, _ in extra)
+    body = _DATA_PARALLEL_BODY
+    if variant.get("stream_k"):
+        body = _STREAM_K_BODY
+        extra_decl += ", float* __restrict__ sk_partials"
+    fields = dict(bm=bm, bn=bn, bk=cfg.get("block_k", 0), group_m=spec.group_m(cfg),
+                  extra_args="".join(f", {arg}" for _, arg in extra))
     src = _TEMPLATE.format(
         defines=defines, attributes=spec.kernel_attributes(cfg, variant), stage_id=spec.id, stage_name=spec.name,
         cfg=cfg, variant=variant, header=spec.header,
         template=spec.template(cfg, variant), bm=bm, bn=bn, threads=spec.launch_threads(cfg, variant),
         min_blocks=spec.min_blocks_per_sm(cfg), name=name, group_m=spec.group_m(cfg),
-        extra_decl="".join(f", {decl}" for decl, _ in extra),
-        extra_args="".join(f", {arg}" for _, arg in extra),
+        extra_decl=extra_decl, body=body.format(**fields),
     )
     return name, src

@@ -20,6 +20,8 @@
 // CLUSTER_K > 1 (split-K in a cluster): the gridDim.y = CLUSTER_K slices of K of a tile are one
 // cluster and add their partials through distributed shared memory (epilogue/cluster_reduce.cuh)
 // instead of writing them to a workspace for the reduce kernel.
+// ``finish`` stores the accumulators (epilogue/stream_k.cuh): StoreTile into D at the tile; under
+// stream-K, StreamKStore into D or the segment's partial slot.
 #pragma once
 #include "common.cuh"
 #include "ptx/mbarrier.cuh"
@@ -27,6 +29,7 @@
 #include "ptx/tma.cuh"
 #include "mma/warp_tile.cuh"
 #include "epilogue/cluster_reduce.cuh"
+#include "epilogue/stream_k.cuh"
 
 namespace gemmlab {
 
@@ -88,9 +91,10 @@ struct S11Tma {
     static_assert(CLUSTER_K == 1 || Reduce::BYTES <= STAGES * (A_STAGE_BYTES + B_STAGE_BYTES),
                   "cluster_k: the partial tile must fit in the stage buffers");
 
+    template <class Finish = StoreTile>
     static __device__ __forceinline__ void run(const GemmArgs& args, int64 row0, int64 col0, unsigned char* smem,
                                                const async::TmaDescriptor& a_map, const async::TmaDescriptor& b_map,
-                                               int batch_mask) {
+                                               int batch_mask, const Finish& finish = Finish{}) {
         const unsigned raw = async::smem_address(smem);
         const unsigned base = (raw + 1023u) & ~1023u;
         unsigned char* aligned = smem + (base - raw);
@@ -226,7 +230,7 @@ struct S11Tma {
             Reduce::reduce_store(args, row0, col0, a_stages, static_cast<int>(threadIdx.x));
             async::cluster_sync();  // no CTA moves on while another still reads its partial
         } else {
-            core.store(args, row0, col0, acc);
+            finish(core, args, row0, col0, acc);
         }
         if constexpr (REBALANCE) {
             async::named_barrier_sync(1, CONSUMERS);

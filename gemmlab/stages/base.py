@@ -145,6 +145,12 @@ class StageSpec:
         kernel can (config ``cluster_reduce=1``)."""
         return False
 
+    def stream_k_blocks(self, cfg: dict, problem: Problem, sms: int) -> int:
+        """Blocks of a stream-K grid for ``problem`` on a GPU of ``sms`` SMs (kernels/epilogue/
+        stream_k.cuh: as many as it holds at once, at most one per K tile of the problem), or 0
+        where this stage has no stream-K schedule or cannot run the problem with one."""
+        return 0
+
     def kernel_attributes(self, cfg: dict, variant: dict) -> str:
         """C++ attributes of the generated kernel (e.g. ``__cluster_dims__``)."""
         return ""

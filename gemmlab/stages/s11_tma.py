@@ -19,6 +19,8 @@ from .base import Param, Problem
 from .s10_cp_async import STAGE as S10, CpAsync, fragment_loads
 
 INT32_LIMIT = 2**31
+SMEM_PER_SM = 228 * 1024           # sm_90: shared memory an SM holds
+SMEM_RESERVED_PER_BLOCK = 1024     # what the driver keeps per resident block
 
 
 def _round_1k(n: int) -> int:
@@ -122,7 +124,8 @@ class Tma(CpAsync):
         return 1024 + self.stage_buffer_bytes(cfg) + 2 * cfg["stages"] * 8
 
     def variants(self, cfg):
-        return [{"a_k_major": a, "b_n_major": b} for a in (1, 0) for b in (1, 0)]
+        layouts = [{"a_k_major": a, "b_n_major": b} for a in (1, 0) for b in (1, 0)]
+        return layouts + [{**v, "stream_k": 1} for v in layouts if v["b_n_major"]]
 
     def variant(self, cfg, problem):
         v = {"a_k_major": int(problem.a_k_major), "b_n_major": int(problem.b_n_major)}
@@ -152,6 +155,17 @@ class Tma(CpAsync):
         can = (2 <= splits <= self.MAX_CLUSTER
                and cfg["block_m"] * (cfg["block_n"] + 8) * 4 <= self.stage_buffer_bytes(cfg))
         return can and (forced or splits in self.DEFAULT_CLUSTER)
+
+    # ---- stream-K (kernels/epilogue/stream_k.cuh, the wrapper in jit/source.py) -------------
+    def stream_k_blocks(self, cfg, problem, sms):
+        """One batch, no split-K, on TMA: min(SMs x the blocks an SM holds, K tiles in all)."""
+        p = problem
+        if p.batch != 1 or p.splits > 1 or p.K <= 0 or tma_problems(cfg, p) or not tensor_map.available():
+            return 0
+        bm, bn = self.block_tile(cfg)
+        k_tiles = -(-p.M // bm) * -(-p.N // bn) * -(-p.K // cfg["block_k"])
+        fit = max(1, SMEM_PER_SM // (self.smem_bytes(cfg, {}) + SMEM_RESERVED_PER_BLOCK))
+        return int(min(sms * min(cfg.get("min_blocks", 1), fit), k_tiles))
 
     def kernel_attributes(self, cfg, variant):
         k = variant.get("cluster_k", 1)

@@ -1,0 +1,59 @@
+// gemmlab/kernels/stream_k_fixup.cuh — the second kernel of stream-K (epilogue/stream_k.cuh):
+// block t takes shared tile t; where more than one block computed it, it adds their partial
+// slots in K order (the first K tiles' block's slot 2o + 1, then slot 2b of each block b after
+// it: the same bits on every run) and applies the epilogue D = alpha * sum + beta * C once (beta
+// == 0 never reads C); a tile one block computed whole was stored by it already.
+#pragma once
+#define GEMMLAB_SEPARATE_C 1  // C has its own strides (CView)
+#include "common.cuh"
+#include "epilogue/stream_k.cuh"
+
+extern "C" __global__ void __launch_bounds__(256) gemmlab_stream_k_fixup(
+    const float* __restrict__ slots, float* __restrict__ D, int64 M, int64 N, int64 ldd, int64 k_tiles,
+    int64 blocks, int bm, int bn, int group_m, float alpha, float beta, const float* C, int64 c_rs, int64 c_cs) {
+    const int64 tiles = ((M + bm - 1) / bm) * ((N + bn - 1) / bn);
+    const int64 shared = gemmlab::stream_k_shared_tiles(tiles, blocks);
+    const int64 total = shared * k_tiles;
+    const int64 t = blockIdx.x;
+    if (t >= shared) return;
+    const int64 owner = gemmlab::stream_k_block_of(t * k_tiles, total, blocks);
+    const int64 last = gemmlab::stream_k_block_of((t + 1) * k_tiles - 1, total, blocks);
+    if (owner == last) return;
+    int64 row0, col0;
+    gemmlab::tile_corner(tiles - shared + t, M, N, bm, bn, group_m, row0, col0);
+    const int64 slot_floats = (int64)bm * bn;
+    const bool d_vec = ((reinterpret_cast<unsigned long long>(D) | (unsigned long long)(ldd * 4)) & 15) == 0;
+    const gemmlab::CView c{C, c_rs, c_cs};
+    const int chunks = bn / 4;
+    for (int idx = threadIdx.x; idx < bm * chunks; idx += blockDim.x) {
+        const int r = idx / chunks, q = idx - r * chunks;
+        const int64 row = row0 + r, col = col0 + 4 * q;
+        if (row >= M || col >= N) continue;
+        const int64 at = (int64)r * bn + 4 * q;
+        float4 sum = *reinterpret_cast<const float4*>(slots + (2 * owner + 1) * slot_floats + at);
+        for (int64 b = owner + 1; b <= last; ++b) {
+            const float4 v = *reinterpret_cast<const float4*>(slots + 2 * b * slot_floats + at);
+            sum.x += v.x;
+            sum.y += v.y;
+            sum.z += v.z;
+            sum.w += v.w;
+        }
+        const float acc[4] = {sum.x, sum.y, sum.z, sum.w};
+        float* dst = D + row * ldd;
+        const float* src = c.src(dst, row, col);
+        if (d_vec && col + 3 < N) {
+            float4 out = make_float4(alpha * acc[0], alpha * acc[1], alpha * acc[2], alpha * acc[3]);
+            if (beta != 0.0f) {
+                const float4 old = c.load4(src);
+                out.x += beta * old.x;
+                out.y += beta * old.y;
+                out.z += beta * old.z;
+                out.w += beta * old.w;
+            }
+            *reinterpret_cast<float4*>(dst + col) = out;
+        } else {
+            for (int e = 0; e < 4 && col + e < N; ++e)
+                dst[col + e] = beta == 0.0f ? alpha * acc[e] : alpha * acc[e] + beta * src[e * c_cs];
+        }
+    }
+}
