@@ -19,7 +19,7 @@ import torch
 import gemmlab
 import gemmlab.torch as gtorch
 from gemmlab import api
-from probe_common import TrainingModel, event_timer
+from probe_common import TrainingModel, event_timer, strided_randn as make
 
 tm = TrainingModel()
 plain = event_timer(flushed=False)
@@ -85,14 +85,6 @@ with gtorch.enable(strict=True):
     one(3)
     torch.cuda.synchronize()
     gtorch._gemm = _orig
-
-
-def make(s):
-    if s is None:
-        return None
-    shape, stride = s
-    span = 1 + sum((n - 1) * st for n, st in zip(shape, stride))
-    return torch.randn(span, device="cuda").as_strided(shape, stride)
 
 
 def layout(sa, sb):

@@ -21,6 +21,15 @@ def event_timer(target_seconds=0.1, max_seconds=1.0, min_reps=10, max_reps=300, 
     return t
 
 
+def strided_randn(spec):
+    """A CUDA float32 tensor of (shape, strides) ``spec`` on fresh random storage (None: None)."""
+    if spec is None:
+        return None
+    shape, stride = spec
+    span = 1 + sum((n - 1) * st for n, st in zip(shape, stride))
+    return torch.randn(span, device="cuda").as_strided(shape, stride)
+
+
 class TrainingModel:
     """The training benchmark's TransformerEncoder (gemmlab/bench/training.py), its data and
     initial weights: ``fresh()`` builds a model from them, ``step(model, forward)`` an Adam step

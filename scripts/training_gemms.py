@@ -12,7 +12,7 @@ import torch
 import gemmlab.torch as gtorch
 import gemmlab.torch_ops as ops
 from gemmlab import api
-from probe_common import TrainingModel, event_timer
+from probe_common import TrainingModel, event_timer, strided_randn as make
 
 tm = TrainingModel()
 calls = Counter()
@@ -39,14 +39,6 @@ with gtorch.disable():
     one(4)
     torch.cuda.synchronize()
     ops._run = _orig
-
-
-def make(s):
-    if s is None:
-        return None
-    shape, stride = s
-    span = 1 + sum((n - 1) * st for n, st in zip(shape, stride))
-    return torch.randn(span, device="cuda").as_strided(shape, stride)
 
 
 flushed, plain = event_timer(), event_timer(flushed=False)

@@ -24,6 +24,11 @@ extern "C" __global__ void __launch_bounds__(256) gemmlab_stream_k_fixup(
     const int64 slot_floats = (int64)bm * bn;
     const bool d_vec = ((reinterpret_cast<unsigned long long>(D) | (unsigned long long)(ldd * 4)) & 15) == 0;
     const gemmlab::CView c{C, c_rs, c_cs};
+    gemmlab::GemmArgs out{};  // what the common epilogue reads: D, ldd, alpha, beta
+    out.D = D;
+    out.ldd = ldd;
+    out.alpha = alpha;
+    out.beta = beta;
     const int chunks = bn / 4;
     for (int idx = threadIdx.x; idx < bm * chunks; idx += blockDim.x) {
         const int r = idx / chunks, q = idx - r * chunks;
@@ -38,22 +43,11 @@ extern "C" __global__ void __launch_bounds__(256) gemmlab_stream_k_fixup(
             sum.z += v.z;
             sum.w += v.w;
         }
-        const float acc[4] = {sum.x, sum.y, sum.z, sum.w};
-        float* dst = D + row * ldd;
-        const float* src = c.src(dst, row, col);
         if (d_vec && col + 3 < N) {
-            float4 out = make_float4(alpha * acc[0], alpha * acc[1], alpha * acc[2], alpha * acc[3]);
-            if (beta != 0.0f) {
-                const float4 old = c.load4(src);
-                out.x += beta * old.x;
-                out.y += beta * old.y;
-                out.z += beta * old.z;
-                out.w += beta * old.w;
-            }
-            *reinterpret_cast<float4*>(dst + col) = out;
+            gemmlab::store_output4(out, c, row, col, sum);
         } else {
-            for (int e = 0; e < 4 && col + e < N; ++e)
-                dst[col + e] = beta == 0.0f ? alpha * acc[e] : alpha * acc[e] + beta * src[e * c_cs];
+            const float acc[4] = {sum.x, sum.y, sum.z, sum.w};
+            for (int e = 0; e < 4 && col + e < N; ++e) gemmlab::store_output(out, c, row, col + e, acc[e]);
         }
     }
 }
