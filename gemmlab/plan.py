@@ -97,6 +97,10 @@ class Step:
     def launch(self, stream: int) -> None:
         _launch.launch_raw(self.fn, self.ctx, self.grid, self.block, self.smem, stream, self.params)
 
+    @property
+    def name(self) -> str:
+        return self.ck.name
+
 
 @dataclass
 class Plan:
@@ -112,7 +116,7 @@ class Plan:
 
     @property
     def kernels(self) -> list[str]:
-        return [s.ck.name for s in self.steps]
+        return [s.name for s in self.steps]
 
     @property
     def ck(self) -> CompiledKernel | None:
@@ -423,7 +427,7 @@ def build(choice: Choice, prob: Problem, refs: dict, dev: int, *, capturing: boo
                  stream_k=bool(sk_blocks))
     summary = (f"gemmlab: {prob.M}x{prob.N}x{prob.K} batch {prob.batch} -> {spec_run.id} {cfg_run} {variant} "
                f"split_k {splits}{f' stream-K {sk_blocks} blocks' if sk_blocks else ''} ({choice.source}); " +
-               ", ".join(f"kernel {s.ck.name}" for s in b.steps) +
+               ", ".join(f"kernel {s.name}" for s in b.steps) +
                f"; grid {main.grid}")
     return Plan(steps=b.steps, choice=ran, main=main, variant=variant, ws_floats=b.ws_floats, summary=summary)
 

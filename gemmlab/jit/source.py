@@ -22,8 +22,14 @@ _DATA_PARALLEL_BODY = """\
     extern __shared__ __align__(128) unsigned char smem[];
     // Linear block index -> output tile, grouped {group_m} tile rows at a time so that blocks
     // running together share rows of A and columns of B in L2 (000 §2.3).
-    int64 row0, col0;
-    gemmlab::tile_corner(blockIdx.x, M, N, {bm}, {bn}, {group_m}, row0, col0);
+    const int64 tiles_m = (M + {bm} - 1) / {bm};
+    const int64 tiles_n = (N + {bn} - 1) / {bn};
+    const int64 pid = blockIdx.x;
+    const int64 group_size = (int64){group_m} * tiles_n;
+    const int64 first_m = (pid / group_size) * {group_m};
+    const int64 rows_in_group = (tiles_m - first_m) < {group_m} ? (tiles_m - first_m) : {group_m};
+    const int64 tile_m = first_m + (pid % group_size) % rows_in_group;
+    const int64 tile_n = (pid % group_size) / rows_in_group;
     // Split-K (gridDim.y > 1): slice blockIdx.y covers k in [k0, k0 + k_split) and writes its
     // partial product to its own D (d_ss apart); the host reduces the slices in a second kernel.
     // d_ss = 0: the slices share D and the stage adds them itself (s11: in a cluster).
@@ -33,7 +39,7 @@ _DATA_PARALLEL_BODY = """\
         gemmlab::GemmArgs args{{A + b * a_bs + k0 * a_cs, B + b * b_bs + k0 * b_rs,
                                 D + b * d_bs + (int64)blockIdx.y * d_ss, M, N, k_len,
                                 a_rs, a_cs, b_rs, b_cs, ldd, alpha, beta, k0, C + b * c_bs, c_rs, c_cs}};
-        Stage::run(args, row0, col0, smem{extra_args});
+        Stage::run(args, tile_m * {bm}, tile_n * {bn}, smem{extra_args});
         if (b + gridDim.z < batch) __syncthreads();  // shared memory is reused by the next batch
     }}
 """

@@ -109,18 +109,6 @@ __device__ __forceinline__ void store_output4(const GemmArgs& args, const CView&
     *dst = out;
 }
 
-// Tile pid's first row and column in the grouped order of the data-parallel grid: group_m tile
-// rows at a time, so that blocks running together share rows of A and columns of B in L2.
-__device__ __forceinline__ void tile_corner(int64 pid, int64 M, int64 N, int bm, int bn, int group_m, int64& row0,
-                                            int64& col0) {
-    const int64 tiles_m = (M + bm - 1) / bm, tiles_n = (N + bn - 1) / bn;
-    const int64 group_size = (int64)group_m * tiles_n;
-    const int64 first_m = (pid / group_size) * group_m;
-    const int64 rows_in_group = (tiles_m - first_m) < group_m ? (tiles_m - first_m) : group_m;
-    row0 = (first_m + (pid % group_size) % rows_in_group) * bm;
-    col0 = ((pid % group_size) / rows_in_group) * bn;
-}
-
 // Bounds-checked scalar reads: zero outside the matrix (zero-filled edges).
 __device__ __forceinline__ float load_a(const GemmArgs& args, int64 row, int64 k) {
     return (row < args.M && k < args.K) ? args.A[row * args.a_row_stride + k * args.a_col_stride] : 0.0f;

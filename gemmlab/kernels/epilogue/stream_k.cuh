@@ -27,6 +27,18 @@ struct StoreTile {
     }
 };
 
+// Tile pid's first row and column in the grouped order of the data-parallel grid: group_m tile
+// rows at a time, so that blocks running together share rows of A and columns of B in L2.
+__device__ __forceinline__ void tile_corner(int64 pid, int64 M, int64 N, int bm, int bn, int group_m, int64& row0,
+                                            int64& col0) {
+    const int64 tiles_m = (M + bm - 1) / bm, tiles_n = (N + bn - 1) / bn;
+    const int64 group_size = (int64)group_m * tiles_n;
+    const int64 first_m = (pid / group_size) * group_m;
+    const int64 rows_in_group = (tiles_m - first_m) < group_m ? (tiles_m - first_m) : group_m;
+    row0 = (first_m + (pid % group_size) % rows_in_group) * bm;
+    col0 = ((pid % group_size) / rows_in_group) * bn;
+}
+
 // The shared tiles and the block whose run holds shared iteration `it`.
 __device__ __forceinline__ int64 stream_k_shared_tiles(int64 tiles, int64 blocks) {
     const int64 rest = tiles % blocks;
