@@ -466,12 +466,18 @@ def test_smem_accesses_shapes_and_banks():
         for variant in spec.variants(cfg):
             acc = spec.smem_accesses(cfg, variant)
             tm, tn = spec.thread_tile(cfg)
-            # One k group: A_K one LDS.128 per row, A_M 4 k x tm/4; B_N 4 k x tn/4, B_K one per column.
+            # s11 reads a K-major B one k at a time in tt with 16 rows per thread (b_scalar's rule;
+            # the default config's k_unroll 2 keeps LDS.128 in nt)
+            b_scalar = spec is S11 and S11.b_scalar(cfg, variant)
+            assert b_scalar == (spec is S11 and not variant["a_k_major"] and not variant["b_n_major"]), variant
+            # One k group: A_K one LDS.128 per row, A_M 4 k x tm/4; B_N 4 k x tn/4, B_K one per column
+            # (b_scalar: one LDS.32 per column and k).
             assert len(acc["a_load"]) == (tm if variant["a_k_major"] else 4 * tm // 4)
-            assert len(acc["b_load"]) == (4 * tn // 4 if variant["b_n_major"] else tn)
+            assert len(acc["b_load"]) == (4 * tn // 4 if variant["b_n_major"] else 4 * tn if b_scalar else tn)
             for kind in ("a_load", "b_load"):
-                for width, addrs in acc[kind]:
-                    assert width == 16 and len(addrs) == 32 and all(a % 16 == 0 for a in addrs)
+                width = 4 if kind == "b_load" and b_scalar else 16
+                for w, addrs in acc[kind]:
+                    assert w == width and len(addrs) == 32 and all(a % width == 0 for a in addrs)
                 # conflict-free: the bank model finds no more wavefronts than the ideal
                 res = banks.analyse_kind(acc[kind])
                 if kind == "a_load" and variant["a_k_major"] and cfg["a_swizzle"] == 0:
@@ -633,6 +639,55 @@ def test_ffma_rotate_cuts_register_bank_conflicts_of_the_large_tile(a_k_major):
                                                                               after["reg_bank_conflicts"])
 
 
+# ---- b_scalar: a K-major B one k at a time (mma/warp_tile.cuh B_SCALAR) --------------------------
+def _main_loop(cfg, variant):
+    from gemmlab.analysis import sass
+    from gemmlab.api import kernel_for
+
+    cubin = kernel_for(S11, cfg, variant, "sm_90").cubin
+    body = sass.main_loop(sass.instructions(cubin))
+    return body, sass.ffma_register_stats(body, banks=2), sass.resources(cubin)
+
+
+@pytest.mark.parametrize("layout,k_unroll,most", [("tt", 4, 0.55), ("tt", 2, 0.55), ("nt", 4, 0.75)])
+def test_b_scalar_cuts_register_bank_conflicts_of_a_k_major_b(layout, k_unroll, most):
+    """The mechanism, on the runtime's main tile (128x256, 16x8 per thread): with 4 k of a column per
+    LDS.128 every value of B of one k sits in one of the 2 register banks, so half the main loop's
+    FFMAs read two registers of one bank (tt 993 and nt 978 extra cycles per 2048 FFMAs at
+    k_unroll 4, NVRTC 13.0); one k per load, and in tt runs of FFMAs along M that share B's value,
+    cut that (tt 468, nt 672) for 3 more LDS per column and 4 k. No local memory either way
+    (the LDS.128 nt kernel at k_unroll 4 keeps an 88-byte stack)."""
+    from gemmlab.analysis import sass
+
+    variant = {"a_k_major": int(layout[0] == "n"), "b_n_major": 0}
+    tile = {"block_m": 128, "block_n": 256, "warp_m": 64, "warp_n": 64, "k_unroll": k_unroll}
+    (before, b_stats, _), (after, a_stats, a_res) = (_main_loop(S11.config({**tile, "b_scalar": v}), variant)
+                                                     for v in (0, 1))
+    ffma = 512 * k_unroll
+    assert sum(sass._is_ffma(x.op) for x in before) == sum(sass._is_ffma(x.op) for x in after) == ffma
+    lds32 = sum(x.op == "LDS" for x in after)
+    assert lds32 == 4 * 8 * k_unroll and sum(x.op == "LDS" for x in before) == 0  # 4 k x 8 columns a group
+    assert a_res["local_bytes"] == 0 and a_res.get("stack_bytes", 0) == 0
+    assert a_stats["reg_bank_conflict_cycles"] <= most * b_stats["reg_bank_conflict_cycles"], (b_stats, a_stats)
+    # the issue model's slots per FFMA (instructions + conflict cycles): what the H200 is asked to confirm
+    assert len(after) + a_stats["reg_bank_conflict_cycles"] < len(before) + b_stats["reg_bank_conflict_cycles"]
+
+
+def test_b_scalar_rule_and_name():
+    with pytest.raises(ConfigError, match="b_scalar=2 must be -1"):
+        S11.config({"b_scalar": 2})
+    tt, nt, tn = ({"a_k_major": a, "b_n_major": b} for a, b in ((0, 0), (1, 0), (0, 1)))
+    big, narrow = S11.default_config, S11.config({"block_m": 64, "block_n": 256, "warp_m": 32, "warp_n": 64})
+    assert S11.b_scalar(big, tt) and not S11.b_scalar(narrow, tt)  # 16 rows a thread, not 8
+    assert not S11.b_scalar(big, nt) and not S11.b_scalar(big, tn)  # nt: k_unroll 2 (the default)
+    ku4 = S11.config({"k_unroll": 4})
+    assert S11.b_scalar(ku4, nt) and S11.b_scalar(ku4, tt) and not S11.b_scalar(S11.config({"k_unroll": 8}), nt)
+    assert S11.b_scalar(S11.config({"b_scalar": 1}), nt) and not S11.b_scalar(S11.config({"b_scalar": 1}), tn)
+    assert not S11.b_scalar(S11.config({"b_scalar": 0}), tt)
+    assert "_bs" not in S11.kernel_name(big, tt)
+    assert "_bs1_" in S11.kernel_name(S11.config({"b_scalar": 1}), nt)
+
+
 def test_ffma_rotate_is_0_or_1_and_named_in_the_kernel():
     with pytest.raises(ConfigError, match="ffma_rotate=2 must be 0 or 1"):
         S11.config({"ffma_rotate": 2})
@@ -642,6 +697,22 @@ def test_ffma_rotate_is_0_or_1_and_named_in_the_kernel():
     # recorded profiles (tests/data/ncu) and the README's SASS examples carry
     name = S11.kernel_name(S11.default_config, {"a_k_major": 1, "b_n_major": 1})
     assert "_fr" not in name and name.endswith("_mb1_akm1_bnm1"), name
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", ["nt", "tt"])
+@pytest.mark.parametrize("M,N,K", [(388, 268, 164), (260, 1000, 4100), (129, 257, 33)])
+@pytest.mark.parametrize("b_scalar", [0, 1])
+def test_gpu_s11_b_scalar_matches_float64(layout, M, N, K, b_scalar):
+    """A K-major B read by LDS.128 or one k at a time, FFMAs in either order: edges, deep K, two
+    tiles (16 and 8 rows a thread), split-K in a cluster."""
+    from gemmlab.check import check_stage
+
+    for tile in ({"block_m": 128, "block_n": 256, "warp_m": 64, "warp_n": 64, "k_unroll": 4},
+                 {"block_m": 64, "block_n": 256, "warp_m": 32, "warp_n": 64},
+                 {"block_m": 128, "block_n": 128, "warp_m": 64, "warp_n": 64, "stages": 3, "split_k": 2}):
+        r = check_stage("s11", M, N, K, layout, config={**tile, "b_scalar": b_scalar})
+        assert r.correct, (layout, tile, r)
 
 
 @pytest.mark.gpu

@@ -35,10 +35,10 @@ namespace gemmlab {
 
 template <int BLOCK_M_, int BLOCK_N_, int BLOCK_K_, int WARP_M_, int WARP_N_, int K_UNROLL_, bool A_SWIZZLE_,
           int STAGES_, bool PRODUCER_WARP_, bool CONSUMER_SYNC_, bool A_K_MAJOR_, bool B_N_MAJOR_, int CLUSTER_K_ = 1,
-          int FFMA_ROTATE_ = 0>
+          int FFMA_ROTATE_ = 0, bool B_SCALAR_ = false>
 struct S11Tma {
     using Core = WarpTileCore<BLOCK_M_, BLOCK_N_, BLOCK_K_, WARP_M_, WARP_N_, K_UNROLL_, A_SWIZZLE_, A_K_MAJOR_,
-                              B_N_MAJOR_, FFMA_ROTATE_>;
+                              B_N_MAJOR_, FFMA_ROTATE_, B_SCALAR_>;
     static constexpr int BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_, BLOCK_K = BLOCK_K_;
     static constexpr int STAGES = STAGES_;
     // Consumer warps 0..CONSUMERS/32-1 compute (WarpTileCore's warp numbering). PRODUCER_WARP: the

@@ -144,8 +144,9 @@ def row_offsets(cfg, variant) -> list[int]:
     return [(i // 4) * LANES_M * 4 + i % 4 for i in range(tm)]
 
 
-def fragment_loads(cfg, variant) -> dict:
-    """LDS.128 byte addresses (within a stage's A or B tile) of warp 0 for k group 0."""
+def fragment_loads(cfg, variant, b_scalar=False) -> dict:
+    """(bytes per lane, byte addresses within a stage's A or B tile) of warp 0's fragment loads
+    for k group 0: LDS.128, or with ``b_scalar`` a K-major B one k at a time (s11's LDS.32)."""
     bm, bn, bk = cfg["block_m"], cfg["block_n"], cfg["block_k"]
     tm, tn = cfg["warp_m"] // LANES_M, cfg["warp_n"] // LANES_N
     g = 0
@@ -157,7 +158,11 @@ def fragment_loads(cfg, variant) -> dict:
                 b_insns.append((16, [4 * ((4 * g + kk) * bn + nb + jq * LANES_N * 4) for _, nb in bases]))
     else:
         for j in range(tn):
-            b_insns.append((16, [4 * ((nb + j * LANES_N) * bk + swizzle_chunk(bk, nb, g) * 4) for _, nb in bases]))
+            col = [4 * ((nb + j * LANES_N) * bk + swizzle_chunk(bk, nb, g) * 4) for _, nb in bases]
+            if b_scalar:
+                b_insns += [(4, [x + 4 * kk for x in col]) for kk in range(4)]
+            else:
+                b_insns.append((16, col))
     if variant["a_k_major"]:
         swz = a_rows_swizzled(cfg, variant)
         for row in row_offsets(cfg, variant):

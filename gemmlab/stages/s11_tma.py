@@ -110,6 +110,8 @@ class Tma(CpAsync):
         for key in ("producer_warp", "consumer_sync", "ffma_rotate"):
             if cfg.get(key, 0) not in (0, 1):
                 out.append(f"{key}={cfg[key]} must be 0 or 1")
+        if cfg.get("b_scalar", -1) not in (-1, 0, 1):
+            out.append(f"b_scalar={cfg['b_scalar']} must be -1 (auto), 0 or 1")
         if not out and self.threads(cfg) > 1024:
             out.append(f"threads = consumers + producer warp = {self.threads(cfg)} must be at most 1024")
         return out
@@ -133,12 +135,32 @@ class Tma(CpAsync):
             v["cluster_k"] = problem.splits
         return v
 
+    # b_scalar=-1 (the default) reads a K-major B one k at a time (mma/warp_tile.cuh B_SCALAR) where
+    # the H200 measured it faster (scripts/b_scalar_probe.py, docs/stages/s10-s11.md; the issue
+    # model's slots per FFMA from the SASS predicted each case): in tt with thread tiles of at least
+    # B_SCALAR_MIN_ROWS rows, whose runs of FFMAs then share B's value (4096^3, 128x256: 3.69 ->
+    # 2.93 ms at k_unroll 2, 3.38 -> 2.83 at 4); in nt only at k_unroll 4 (3.27 -> 3.05 ms: the
+    # LDS.128 kernel's 255 registers and 88-byte stack go), as at k_unroll 2 it measured 5% slower.
+    # With 8 rows a thread the runs are too short to pay for the 3 more loads per column and 4 k.
+    B_SCALAR_MIN_ROWS = 16
+    B_SCALAR_NT_K_UNROLL = 4
+
+    def b_scalar(self, cfg, variant) -> bool:
+        """Whether the kernel reads B's fragments one k at a time (``b_scalar``; -1: the rule above)."""
+        if variant["b_n_major"]:
+            return False
+        if cfg.get("b_scalar", -1) >= 0:
+            return bool(cfg["b_scalar"])
+        if self.thread_tile(cfg)[0] < self.B_SCALAR_MIN_ROWS:
+            return False
+        return not variant["a_k_major"] or cfg["k_unroll"] == self.B_SCALAR_NT_K_UNROLL
+
     def template(self, cfg, variant):
         b = lambda x: "true" if x else "false"  # noqa: E731
         return (f"gemmlab::S11Tma<{cfg['block_m']}, {cfg['block_n']}, {cfg['block_k']}, {cfg['warp_m']}, "
                 f"{cfg['warp_n']}, {cfg['k_unroll']}, {b(cfg['a_swizzle'])}, {cfg['stages']}, {b(cfg['producer_warp'])}, "
                 f"{b(cfg['consumer_sync'])}, {b(variant['a_k_major'])}, {b(variant['b_n_major'])}, "
-                f"{variant.get('cluster_k', 1)}, {cfg.get('ffma_rotate', 0)}>")
+                f"{variant.get('cluster_k', 1)}, {cfg.get('ffma_rotate', 0)}, {b(self.b_scalar(cfg, variant))}>")
 
     # ---- split-K in a cluster (kernels/epilogue/cluster_reduce.cuh) ----------------------------
     MAX_CLUSTER = 8  # a portable cluster
@@ -194,10 +216,10 @@ class Tma(CpAsync):
         return [tensor_map.TensorMapArg(w, *maps[w][1:]) for w in ("a", "b")] + [np.int32(maps["batch_mask"])]
 
     def smem_accesses(self, cfg, variant=None):
-        """Warp 0's LDS.128 for one k group (4 k steps), as s10; TMA writes the tiles, so there
-        are no store instructions."""
+        """Warp 0's fragment loads for one k group (4 k steps), as s10 (B K-major one k at a time
+        where ``b_scalar`` says so); TMA writes the tiles, so there are no store instructions."""
         variant = variant or self.variants(cfg)[0]
-        return {**fragment_loads(cfg, variant), "a_store": [], "b_store": []}
+        return {**fragment_loads(cfg, variant, b_scalar=self.b_scalar(cfg, variant)), "a_store": [], "b_store": []}
 
 
 def s10_config_for(cfg) -> dict:
@@ -233,6 +255,11 @@ STAGE = Tma(
         Param("ffma_rotate", 0, "1: each run of FFMAs sharing one A value starts at column (c+2) mod 4 (c: A's "
                                 "component in its quad), so that with 4 register banks its first FFMA reads three "
                                 "(B N-major; mma/warp_tile.cuh; an experiment); 0: columns in order",
+              named_at_default=False),
+        Param("b_scalar", -1, "B K-major (nt, tt): 1 = fragments read one k at a time (LDS.32) and, with A "
+                              "M-major, runs of FFMAs sharing B's value (half as many register-bank conflicts); "
+                              "0 = 4 k of a column per LDS.128; -1 = 1 with 16+ rows per thread in tt, and in nt "
+                              "at k_unroll 4 (measured faster there), else 0",
               named_at_default=False),
     ),
     sass=("UTMALDG", "SYNCS", "LDS.128", "FFMA"),

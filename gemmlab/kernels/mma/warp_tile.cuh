@@ -23,8 +23,16 @@ namespace gemmlab {
 // choice) the accumulator in three banks. With the 2 banks of the issue model
 // (analysis/issue_model.py) it cannot help: three reads always share a bank. Which of the two
 // holds on Hopper is for the H200 to say (docs/stages/s10-s11.md); 0: columns in order.
+//
+// B_SCALAR (B K-major only): B's fragments are read one k at a time (LDS.32) instead of 4 k of a
+// column per LDS.128, and with A M-major (tt) each run of FFMAs shares one value of B (the A
+// values, 4 rows per LDS.128, alternate register banks, so the accumulators can take the other
+// bank). With 4 k per load, the 4 k of a column land in 4 consecutive registers: every value of
+// one k sits in the same one of Hopper's 2 register banks, so whichever operand is read from the
+// register file meets each accumulator in its own bank in 2 of its 4 k: half the FFMAs lose an
+// issue slot to a bank conflict (`gemmlab sass`, issue model; docs/stages/s10-s11.md).
 template <int BLOCK_M, int BLOCK_N, int BLOCK_K, int WARP_M, int WARP_N, int K_UNROLL, bool A_SWIZZLE,
-          bool A_K_MAJOR, bool B_N_MAJOR, int FFMA_ROTATE = 0>
+          bool A_K_MAJOR, bool B_N_MAJOR, int FFMA_ROTATE = 0, bool B_SCALAR = false>
 struct WarpTileCore {
     // As[m][k] swizzled, with single rows 4 apart (else plain, with groups of 4 rows): a config choice.
     static constexpr bool A_ROWS_SWIZZLED = A_K_MAJOR && A_SWIZZLE;
@@ -109,12 +117,17 @@ struct WarpTileCore {
                 const int chunk = g ^ b_swizzle;
 #pragma unroll
                 for (int j = 0; j < THREAD_N; ++j) {
-                    const float4 v = *reinterpret_cast<const float4*>(
-                        b_tile + (n_base + j * LANES_N) * BLOCK_K + chunk * 4);
-                    b[0][j] = v.x;
-                    b[1][j] = v.y;
-                    b[2][j] = v.z;
-                    b[3][j] = v.w;
+                    const float* column = b_tile + (n_base + j * LANES_N) * BLOCK_K + chunk * 4;
+                    if constexpr (B_SCALAR) {
+#pragma unroll
+                        for (int kk = 0; kk < 4; ++kk) b[kk][j] = column[kk];
+                    } else {
+                        const float4 v = *reinterpret_cast<const float4*>(column);
+                        b[0][j] = v.x;
+                        b[1][j] = v.y;
+                        b[2][j] = v.z;
+                        b[3][j] = v.w;
+                    }
                 }
             }
             if constexpr (A_K_MAJOR) {
@@ -149,12 +162,22 @@ struct WarpTileCore {
                         a[4 * iq + 2] = v.z;
                         a[4 * iq + 3] = v.w;
                     }
+                    if constexpr (B_SCALAR && !B_N_MAJOR) {
+                        // Runs along M sharing B's value: the register-file reads are A's (banks
+                        // alternating with the row) and the accumulator's.
 #pragma unroll
-                    for (int i = 0; i < THREAD_M; ++i) {
+                        for (int j = 0; j < THREAD_N; ++j) {
 #pragma unroll
-                        for (int jj = 0; jj < THREAD_N; ++jj) {
-                            const int j = run_column(i % 4, jj);
-                            acc[i][j] = fmaf(a[i], b[kk][j], acc[i][j]);
+                            for (int i = 0; i < THREAD_M; ++i) acc[i][j] = fmaf(a[i], b[kk][j], acc[i][j]);
+                        }
+                    } else {
+#pragma unroll
+                        for (int i = 0; i < THREAD_M; ++i) {
+#pragma unroll
+                            for (int jj = 0; jj < THREAD_N; ++jj) {
+                                const int j = run_column(i % 4, jj);
+                                acc[i][j] = fmaf(a[i], b[kk][j], acc[i][j]);
+                            }
                         }
                     }
                 }
