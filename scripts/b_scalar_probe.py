@@ -13,7 +13,7 @@ import sys
 import torch
 
 from gemmlab import api
-from gemmlab.analysis import sass
+from gemmlab.analysis.issue_model import layout_slots
 from gemmlab.bench.candidates import Operands
 from gemmlab.stages import get
 from probe_common import event_timer
@@ -21,14 +21,6 @@ from probe_common import event_timer
 S11 = get("s11")
 t = event_timer(target_seconds=0.15, max_seconds=1.5, min_reps=10, max_reps=400)
 parts = sys.argv[sys.argv.index("--part") + 1].split(",") if "--part" in sys.argv else ["1", "2"]
-
-
-def slots_per_ffma(cfg, layout):
-    variant = {"a_k_major": int(layout[0] == "n"), "b_n_major": int(layout[1] == "n")}
-    cubin = api.kernel_for(S11, S11.config(cfg), variant, "sm_90").cubin
-    body = sass.main_loop(sass.instructions(cubin))
-    ffma = sum(sass._is_ffma(x.op) for x in body)
-    return (len(body) + sass.ffma_register_stats(body, banks=2)["reg_bank_conflict_cycles"]) / ffma
 
 
 def timed(ops, cfg, stage="auto"):
@@ -72,7 +64,7 @@ if "1" in parts:
             row = {}
             for bs in (0, 1):
                 cfg = {**tile, "b_scalar": bs, "split_k": 1, "repack": 0, "a_transpose": 0}
-                row[bs] = (timed(ops, cfg, "s11")[0], slots_per_ffma({**tile, "b_scalar": bs}, lay))
+                row[bs] = (timed(ops, cfg, "s11")[0], layout_slots("s11", {**tile, "b_scalar": bs}, lay))
             print(f"{name:12} {lay}  {row[0][0]:8.1f} {row[0][1]:6.3f} {row[1][0]:8.1f} {row[1][1]:6.3f}  "
                   f"{row[1][0] / row[0][0]:12.3f} {row[1][1] / row[0][1]:6.3f}", flush=True)
         del ops
@@ -81,7 +73,7 @@ if "1" in parts:
         ops.reference()
         tile = TILES["128x256 ku4"]
         us = timed(ops, {**tile, "split_k": 1, "repack": 0, "a_transpose": 0}, "s11")[0]
-        print(f"{'128x256 ku4':12} {lay}  {us:8.1f} {slots_per_ffma(tile, lay):6.3f}", flush=True)
+        print(f"{'128x256 ku4':12} {lay}  {us:8.1f} {layout_slots('s11', tile, lay):6.3f}", flush=True)
         del ops
 
 SHAPES = [(4096, 4096, 4096, "tt"), (4096, 4096, 4096, "nt"), (256, 16384, 1024, "nt"), (256, 16384, 1024, "tt"),
