@@ -339,6 +339,15 @@ def test_shortlist():
     assert items[0].origin == "auto:tuned" and items[0].split_k == 3
     assert [it.origin for it in items].count("model") == 2 and items[-1].origin == "default"
     assert len(runner.shortlist(job, gpu, 0)) == 1                   # the default alone
+    # --every-tile: every tile the model ranks here, each once more at most, at its best split
+    wide = runner.shortlist(job, gpu, 2, every_tile=True)
+    tiles = {(p.candidate.stage, tuple(sorted(p.candidate.config().items()))) for p in ranked}
+    assert {(it.stage, it.config) for it in wide} == tiles and len({it.key for it in wide}) == len(wide)
+    for it in wide:
+        if it.origin == "tile":
+            first = next(p for p in ranked if (p.candidate.stage, tuple(sorted(p.candidate.config().items())))
+                         == (it.stage, it.config))
+            assert it.split_k == first.split_k
     assert runner.label_of("s11", default.config(), 4) == f"s11 {default.label} split 4"
     assert runner.label_of("s11", get("s11").config({"group_m": 4})) == "s11 group_m=4"
     cfg = items[0].call_config(True)

@@ -31,6 +31,9 @@ def register(sub) -> None:
     p.add_argument("--top", type=int, default=DEFAULT_TOP, metavar="N",
                    help=f"model predictions timed per shape, besides the default tile and stage='auto' "
                         f"(default {DEFAULT_TOP})")
+    p.add_argument("--every-tile", action="store_true",
+                   help="also time every tile of the config space at the model's best split for it "
+                        "(about twice the candidates)")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--out", metavar="FILE", help="write the database here instead of the user database")
     where.add_argument("--ship", action="store_true",
@@ -123,7 +126,8 @@ def cmd_tune(args) -> int:
                 usage_error(f"--out {path}: it holds the table of another GPU/compiler "
                             f"({', '.join(str(theirs.get(k)) for k in ident)}); choose another --out")
 
-    result = run(Settings(shapes=shapes, layouts=layouts, budget=args.budget, top=args.top, devices=devices))
+    result = run(Settings(shapes=shapes, layouts=layouts, budget=args.budget, top=args.top, every_tile=args.every_tile,
+                            devices=devices))
     paths = write(result, args.out, args.ship)
     for p in paths:
         print(f"gemmlab: wrote {p}", file=sys.stderr)

@@ -78,7 +78,7 @@ class Item:
     config: tuple          # the full config as sorted (key, value) pairs (hashable)
     split_k: int
     label: str
-    origin: str            # "model" (ranked by model.rank), "default", "auto" (what stage='auto' picks now)
+    origin: str            # "model" (ranked by model.rank), "tile" (--every-tile), "default", "auto" (what stage='auto' picks now)
     predicted_ms: float | None = None
 
     @property
@@ -170,11 +170,14 @@ def item(stage: str, config: dict, split_k: int, origin: str, predicted_ms=None)
                 predicted_ms)
 
 
-def shortlist(job: Job, gpu: model.Gpu | None = None, top: int = DEFAULT_TOP, auto=None) -> list[Item]:
+def shortlist(job: Job, gpu: model.Gpu | None = None, top: int = DEFAULT_TOP, auto=None,
+              every_tile: bool = False) -> list[Item]:
     """The candidates a job measures, in order: what stage='auto' picks now (``auto``: a
     plan.Choice, when known), the model's ``top`` best (tile, split) predictions with at most
-    MAX_SPLITS_PER_CONFIG split counts per tile, and the default tile of this GPU class without
-    split-K; no duplicates."""
+    MAX_SPLITS_PER_CONFIG split counts per tile, with ``every_tile`` also every other tile of the
+    space at the model's best split for it (the waves model ranks tiles by estimates that a
+    layout or a register allocation can upset: a tile it puts below the top is measured too), and
+    the default tile of this GPU class without split-K; no duplicates."""
     gpu = gpu or model.Gpu()
     out: list[Item] = []
     seen: set = set()
@@ -198,6 +201,12 @@ def shortlist(job: Job, gpu: model.Gpu | None = None, top: int = DEFAULT_TOP, au
         per_config[tile] = per_config.get(tile, 0) + 1
         n_model += 1
         add(it)
+    if every_tile:
+        for p in model.rank(job.M, job.N, job.K, job.batch, gpu):
+            it = item(p.candidate.stage, p.candidate.config(), p.split_k, "tile", p.seconds * 1e3)
+            if (it.stage, it.config) not in per_config:  # rank is best first: this tile's best split
+                per_config[(it.stage, it.config)] = 1
+                add(it)
     default = space.candidates(gpu.cc)[0]
     add(item(default.stage, default.config(), 1, "default",
              model.predict(default, job.M, job.N, job.K, job.batch, 1, gpu).seconds * 1e3))
@@ -271,6 +280,7 @@ class Settings:
     layouts: tuple = ("nn",)
     budget: float | None = None            # seconds for the whole run; None: no limit
     top: int = DEFAULT_TOP
+    every_tile: bool = False               # also every tile of the space at its best split (shortlist)
     devices: tuple | None = None           # None: every visible GPU
     policy: Policy = field(default_factory=lambda: SHORT_POLICY)
     compile_workers: int | None = None
@@ -541,7 +551,7 @@ def run(settings: Settings, progress=None) -> dict:
                 auto = dispatch.choose(res.facts["problem"], dev)
             except Exception:
                 auto = None
-            items = shortlist(job, gpu, settings.top, auto)
+            items = shortlist(job, gpu, settings.top, auto, settings.every_tile)
             kernels.update(kernels_of(job, items, _device.arch(dev), res.facts["repack"]))
         results.append(res)
         plans.append(items)
