@@ -114,7 +114,7 @@ def sweep_sections() -> list[str]:
         ("stage=\"auto\" on the issue-9 suite, against cuBLAS (newest run)", [("sweep-ieee", "nn")],
          "gemmlab sweep --suite issue9 --baselines cublas"),
         ("stage=\"auto\" on held-out shapes (in no shipped table), against cuBLAS",
-         [("sweep-heldout/nn", "nn"), ("sweep-heldout/nt", "nt")], "gemmlab sweep --suite heldout --layout L --baselines cublas"),
+         [("sweep-heldout/nn", "nn"), ("sweep-heldout/nt", "nt"), ("sweep-heldout/tt", "tt")], "gemmlab sweep --suite heldout --layout L --baselines cublas"),
         ("stage=\"auto\" on the training model's GEMMs (forward nt, dX nn, dW tn), against cuBLAS",
          [("sweep-transformer/nt", "nt"), ("sweep-transformer/nn", "nn"), ("sweep-transformer/tn", "tn")],
          "gemmlab sweep --suite transformer --layout L --baselines cublas"),
