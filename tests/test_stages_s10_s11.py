@@ -114,8 +114,6 @@ def test_aligned_problems_stay_on_tma(tma_available, layout):
     (dense(64, 64, 64, b_off=3), "not 16-byte aligned"),
     (dense(64, 64, 0), "K == 0"),
     (dense(2, 2, 4, batch=70000), "65535"),
-    (dense(127, 4096, 4096), "larger than the tensor's 127"),   # smaller than one 128-row box
-    (dense(4096, 4096, 16), "larger than the tensor's 16"),
     (Problem(64, 64, 64, 64, 2, 64, 1, 64, a_ptr=ALIGNED, b_ptr=ALIGNED, d_ptr=ALIGNED), "unit innermost stride"),
 ])
 def test_problems_tma_cannot_take_go_to_s10(tma_available, problem, reason):
@@ -125,6 +123,18 @@ def test_problems_tma_cannot_take_go_to_s10(tma_available, problem, reason):
     assert other is S10 and S10.constraints(other_cfg) == []
     with pytest.raises(ConfigError, match="cannot run this problem on TMA"):
         S11.check_problem(cfg, problem)
+
+
+@pytest.mark.parametrize("M,N,K", [(96, 4096, 4096), (4096, 4096, 16), (48, 4096, 11008), (4, 8, 4), (4096, 24, 4096)])
+def test_problems_smaller_than_a_tile_stay_on_tma(tma_available, M, N, K):
+    """Boxes larger than the tensor (M < block_m, N < block_n, K < block_k) hang over and are
+    zero-filled, as at the far edge of any matrix: no fallback to s10."""
+    cfg = S11.default_config
+    for layout in ("nn", "nt", "tn", "tt"):
+        p = dense(M, N, K, layout)
+        assert s11_tma.tma_problems(cfg, p) == [] and S11.fallback(cfg, p) is None, (layout, s11_tma.tma_problems(cfg, p))
+    maps = s11_tma.operand_maps(cfg, dense(M, N, K))
+    assert maps["a"][3][1] == 128 and maps["a"][1][1] == M  # a 128-row box over M rows
 
 
 def test_fallback_keeps_the_tile_shape():

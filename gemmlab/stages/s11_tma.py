@@ -7,7 +7,8 @@ Variants: the shared layout per operand, as in s10 (``a_k_major``, ``b_n_major``
 layouts (nn, nt, tn, tt) run on TMA. A problem TMA cannot describe goes to s10 (``fallback``):
 an operand without a unit-stride dimension, a base address or row/batch stride that is not a
 multiple of 16 bytes, more than 65535 batches, a dimension of 2^31 or more, or K == 0; also when
-this cuda.core cannot build tensor-map arguments. The report names the kernel that ran.
+this cuda.core cannot build tensor-map arguments. A problem smaller than one tile stays on TMA (the
+boxes hang over and are zero-filled). The report names the kernel that ran.
 """
 from __future__ import annotations
 
@@ -79,7 +80,10 @@ def tma_problems(cfg, problem: Problem) -> list[str]:
     maps = operand_maps(cfg, p)
     for which in ("a", "b"):
         ptr, shape, strides, box, swizzle = maps[which]
-        out += [f"{which.upper()}: {m}" for m in tensor_map.problems(ptr, shape, strides, box, swizzle)]
+        # A box may be larger than the tensor (M < block_m, N < block_n or K < block_k): the TMA
+        # unit zero-fills what hangs over and still counts the whole box's bytes on the barrier, as
+        # for the boxes that hang off the far edge of any matrix that is not a tile multiple.
+        out += [f"{which.upper()}: {m}" for m in tensor_map.problems(ptr, shape, strides, box, swizzle, overhang=True)]
         if shape[0] > 1 and strides[0] < shape[1] * strides[1]:
             out.append(f"{which.upper()}: batches overlap (batch stride {strides[0]} elements)")
     return out

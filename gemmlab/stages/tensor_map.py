@@ -48,8 +48,8 @@ def problems(ptr: int, shape, strides, box, swizzle_bytes: int = 0, overhang: bo
         if not 1 <= n <= MAX_BOX:
             out.append(f"box dimension {d} is {n}; TMA needs 1..256")
         elif n > size and not overhang:
-            # The driver would zero-fill the overhang; gemmlab sends problems smaller than one
-            # box to s10 instead (boxes only ever hang off the far edge).
+            # The driver zero-fills the overhang; a caller that wants boxes no larger than the
+            # tensor (none of gemmlab's stages now: s11 and s12 pass overhang=True) is told.
             out.append(f"box dimension {d} is {n}, larger than the tensor's {size}")
     inner_bytes = box[-1] * ELEMENT_BYTES
     if inner_bytes % 16:
