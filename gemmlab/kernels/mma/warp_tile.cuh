@@ -56,6 +56,7 @@ struct WarpTileCore {
     static_assert(THREAD_M * THREAD_N <= 128, "thread_m*thread_n accumulators must be at most 128 (registers)");
     static_assert(K_UNROLL >= 1 && K_GROUPS % K_UNROLL == 0, "k_unroll must divide block_k/4");
     static_assert(FFMA_ROTATE == 0 || FFMA_ROTATE == 1, "ffma_rotate must be 0 or 1");
+    static_assert(!B_SCALAR || !B_N_MAJOR, "b_scalar: B's fragments one k at a time only where B is K-major");
 
     // Column j of the jj-th FFMA in a run whose A value is component c of its quad (FFMA_ROTATE).
     static __device__ __forceinline__ int run_column(int c, int jj) {
@@ -162,7 +163,7 @@ struct WarpTileCore {
                         a[4 * iq + 2] = v.z;
                         a[4 * iq + 3] = v.w;
                     }
-                    if constexpr (B_SCALAR && !B_N_MAJOR) {
+                    if constexpr (B_SCALAR) {
                         // Runs along M sharing B's value: the register-file reads are A's (banks
                         // alternating with the row) and the accumulator's.
 #pragma unroll
