@@ -388,10 +388,12 @@ def test_a_transpose_where_only_one_layout_is_tuned_or_none(tmp_path, monkeypatc
 
 
 def test_oversized_tiles_pay_the_s10_fallback():
-    """A tile larger than the problem along M runs as s10 (OVERSIZED_EFFICIENCY); the calibration
-    points of heldout-probe.txt and small-m-probe.txt: at M <= 32 a 32-row tile wins (the 32x256
-    one with 16x64 warps since 0.48 efficiency), at M = 40-56 one 64-row tile (one pass over B)
-    still beats two 32-row ones, at M = 80 three 32-row tiles (96 rows) beat two 64-row ones."""
+    """A tile larger than the problem along M (OVERSIZED_EFFICIENCY: fitted when s11 ran it as s10;
+    s11 now runs it on TMA, and the factor still picks the measured best of the overhang probe);
+    the calibration points of heldout-probe.txt, small-m-probe.txt and overhang-probe.txt: at
+    M <= 32 a 32-row tile wins (the 32x256 one with 16x64 warps since 0.48 efficiency), at M =
+    40-56 one 64-row tile (one pass over B) still beats two 32-row ones, at M = 80 three 32-row
+    tiles (96 rows) beat two 64-row ones and one 128-row tile (155 against 178 us on the H200)."""
     assert model.rank(32, 4096, 4096)[0].candidate.tile() == (32, 256)
     assert model.rank(24, 4096, 4096)[0].candidate.tile()[0] == 32
     for m, n, k in ((48, 4096, 11008), (40, 8192, 4096), (56, 11008, 2048)):

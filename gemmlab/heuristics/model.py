@@ -86,18 +86,22 @@ def predict(cand: space.Candidate, M: int, N: int, K: int, batch: int, split_k: 
 
 
 def in_cluster(cand: space.Candidate, M: int, N: int, splits: int) -> bool:
-    """The plan adds the slices in a thread block cluster (s11 with 2 slices by default, the tile
-    no larger than the problem: else s11 hands it to s10, which writes a workspace). H200: the
-    workspace path's whole modelled cost (4096x512x2048: 12.7 us) is what the cluster saves."""
-    return fits(cand, M, N) and cand.spec().cluster_slices(cand.config(), splits)
+    """The plan adds the slices in a thread block cluster (s11 with 2 slices by default; a tile
+    larger than the problem too, its TMA boxes hanging over). H200: the workspace path's whole
+    modelled cost (4096x512x2048: 12.7 us) is what the cluster saves."""
+    return cand.spec().cluster_slices(cand.config(), splits)
 
 
-# A tile larger than the problem along M or N: s11's TMA boxes cannot be larger than the tensor,
-# so s11 hands the problem to s10, and the wasted rows cost what the model already counts. The
-# factor on such a candidate's efficiency, from two H200 measurements (scripts/heldout_probe.py,
-# results/h200/logs/heldout-probe.txt): 32x4096x4096 ran 70.5 us as s10 64x256 split 8 against
-# 49.2 as s11 32x64 split 4 (the model without the factor: 59.5 against 61.3 us); 48x4096x11008 ran
-# 161 us as s10 64x256 split 8 against 198 as s11 32x64 split 4 (model: 150 against 302).
+# A tile larger than the problem along M or N. Until 2026-12-02 s11 handed such a problem to s10,
+# and this factor on the candidate's efficiency came from two H200 measurements of that
+# (scripts/heldout_probe.py, results/h200/logs/heldout-probe.txt: 32x4096x4096 ran 70.5 us as s10
+# 64x256 split 8 against 49.2 as s11 32x64 split 4; 48x4096x11008 161 against 198). s11 now runs
+# it on TMA with its boxes hanging over, at the same time as a problem that fills the tile
+# (scripts/overhang_probe.py, results/h200/logs/overhang-probe.txt: 0.97-1.00 of it, and 1.01-1.19x
+# faster than s10), so the wasted rows cost only what the model already counts. The factor stays:
+# the small tiles' efficiencies were fitted with it, and on the overhang probe's 10 shapes it keeps
+# the model's pick the measured best (at M = 80-96 one 32-row tile family beats a 128-row tile
+# by 15-20%, where a factor of 1 would pick the 128-row tile).
 OVERSIZED_EFFICIENCY = 0.8
 
 
