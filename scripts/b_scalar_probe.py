@@ -16,7 +16,7 @@ from gemmlab import api
 from gemmlab.analysis.issue_model import layout_slots
 from gemmlab.bench.candidates import Operands
 from gemmlab.stages import get
-from probe_common import event_timer
+from probe_common import compile_first, event_timer
 
 S11 = get("s11")
 t = event_timer(target_seconds=0.15, max_seconds=1.5, min_reps=10, max_reps=400)
@@ -32,22 +32,6 @@ def timed(ops, cfg, stage="auto"):
     return t(fn), plan
 
 
-def warm(jobs):
-    """Compile every plan's kernels first, 16 at a time (NVRTC runs outside the GIL), so the
-    timing loops below find them in the cache."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    def one(job):
-        ops, cfg, stage = job
-        try:
-            api.prepare(ops.a, ops.b, out=ops.out, stage=stage, config=cfg)
-        except Exception:  # noqa: BLE001  (reported where it is timed)
-            pass
-
-    with ThreadPoolExecutor(16) as ex:
-        list(ex.map(one, jobs))
-
-
 TILES = {"128x256 ku2": {"block_m": 128, "block_n": 256, "warp_m": 64, "warp_n": 64, "k_unroll": 2},
          "128x256 ku4": {"block_m": 128, "block_n": 256, "warp_m": 64, "warp_n": 64, "k_unroll": 4},
          "128x128 x2": {"block_m": 128, "block_n": 128, "warp_m": 64, "warp_n": 64, "stages": 3, "min_blocks": 2},
@@ -58,8 +42,8 @@ if "1" in parts:
     for lay in ("tt", "nt"):
         ops = Operands.make(4096, 4096, 4096, lay)
         ops.reference()
-        warm([(ops, {**tile, "b_scalar": bs, "split_k": 1, "repack": 0, "a_transpose": 0}, "s11")
-              for tile in TILES.values() for bs in (0, 1)])
+        compile_first([(ops, "s11", {**tile, "b_scalar": bs, "split_k": 1, "repack": 0, "a_transpose": 0})
+                       for tile in TILES.values() for bs in (0, 1)])
         for name, tile in TILES.items():
             row = {}
             for bs in (0, 1):
@@ -84,8 +68,8 @@ if "2" in parts:
     print("\npart 2: as called; us (ratio cuBLAS/us); auto = b_scalar's rule", flush=True)
     print(f"{'shape':>17} lay {'cuBLAS':>8} {'auto':>15} {'bs0':>15} {'bs1':>15} {'A^T':>15}  auto's plan", flush=True)
     every = {shape: Operands.make(*shape) for shape in SHAPES}
-    warm([(ops, cfg, "auto") for (M, N, K, lay), ops in every.items()
-          for cfg in (None, {"b_scalar": 0}, {"b_scalar": 1}) + (({"a_transpose": 1},) if lay == "nt" else ())])
+    compile_first([(ops, "auto", cfg) for (M, N, K, lay), ops in every.items()
+                   for cfg in (None, {"b_scalar": 0}, {"b_scalar": 1}) + (({"a_transpose": 1},) if lay == "nt" else ())])
     for M, N, K, lay in SHAPES:
         ops = every.pop((M, N, K, lay))
         ops.reference()

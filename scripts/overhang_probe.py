@@ -3,14 +3,12 @@ the tensor against the s10 fallback it used to take, at the same tile and split,
 same tile on a problem that fills it (M or N rounded up to the tile), on the H200. CUDA events,
 L2 flushed, median, microseconds; every plan checked against float64 first.
     python3 scripts/overhang_probe.py"""
-from concurrent.futures import ThreadPoolExecutor
-
 import torch
 
 from gemmlab import api
 from gemmlab.bench.candidates import Operands
 from gemmlab.heuristics import model, space
-from probe_common import event_timer
+from probe_common import compile_first, event_timer
 
 t = event_timer(target_seconds=0.1, max_seconds=1.0, min_reps=10, max_reps=400)
 CANDS = {c.label: c for c in space.candidates(90)}
@@ -67,8 +65,7 @@ for M, N, K, lay in SHAPES:
         jobs += [(ops, "s11", cfg), (ops, "s10", s10_of(cfg)), (full, "s11", cfg)]
     jobs.append((ops, "auto", None))
     cases.append(((M, N, K, lay), ops, rows))
-with ThreadPoolExecutor(16) as ex:  # compile every kernel first (NVRTC runs outside the GIL)
-    list(ex.map(lambda j: prepare(*j), jobs))
+compile_first(jobs)
 
 print(f"{'shape':>18} lay {'tile':22} split {'s11 over':>9} {'s10':>8} {'s11 full':>9}  over/full  s10/over  "
       f"cuBLAS  cuBLAS/over", flush=True)

@@ -21,6 +21,25 @@ def event_timer(target_seconds=0.1, max_seconds=1.0, min_reps=10, max_reps=300, 
     return t
 
 
+def compile_first(jobs, workers=16):
+    """Build every plan of ``jobs`` ((Operands, stage, config) each) once, ``workers`` at a time, so
+    that the kernels are compiled (NVRTC runs outside the GIL) and cached before anything is
+    timed; a plan that cannot be built is left for the timing loop to report."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gemmlab import api
+
+    def one(job):
+        ops, stage, cfg = job
+        try:
+            api.prepare(ops.a, ops.b, out=ops.out, stage=stage, config=cfg)
+        except Exception:  # noqa: BLE001
+            pass
+
+    with ThreadPoolExecutor(workers) as ex:
+        list(ex.map(one, jobs))
+
+
 def strided_randn(spec):
     """A CUDA float32 tensor of (shape, strides) ``spec`` on fresh random storage (None: None)."""
     if spec is None:
