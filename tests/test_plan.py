@@ -158,7 +158,13 @@ def test_split_k_in_a_cluster_kernel_and_rule():
     cand = next(c for c in space.SM90 if c.stage == "s11" and c.tile() == (128, 256))
     gpu = model.Gpu()
     assert model.in_cluster(cand, 4096, 512, 2) and not model.in_cluster(cand, 4096, 512, 4)
-    assert not model.in_cluster(cand, 100, 512, 2)  # a tile larger than the problem: s10, a workspace
+    # a tile larger than the problem stays on s11 (its TMA boxes hang over), so its 2 slices are
+    # added in a cluster too, as the plan does: the spec hands nothing to s10 there
+    assert model.in_cluster(cand, 100, 512, 2)
+    from gemmlab.stages.s11_tma import tma_problems
+
+    small = Problem.dense(100, 512, 2048, a_ptr=1 << 20, b_ptr=1 << 22, d_ptr=1 << 24)
+    assert tma_problems(spec.config({}), small) == []
     two = model.predict(cand, 4096, 512, 2048, 1, 2, gpu)
     one = model.predict(cand, 4096, 512, 2048, 1, 1, gpu)
     ws = one.seconds / 2 + model.LAUNCH_S  # at least the halved blocks plus the reduce launch
