@@ -191,7 +191,8 @@ def shortlist(job: Job, gpu: model.Gpu | None = None, top: int = DEFAULT_TOP, au
         add(item(auto.spec.id, dict(auto.config), auto.split_k, f"auto:{auto.source}"))
     per_config: dict = {}
     n_model = 0
-    for p in model.rank(job.M, job.N, job.K, job.batch, gpu):
+    ranked = model.rank(job.M, job.N, job.K, job.batch, gpu)
+    for p in ranked:
         if n_model >= top:
             break
         it = item(p.candidate.stage, p.candidate.config(), p.split_k, "model", p.seconds * 1e3)
@@ -202,7 +203,7 @@ def shortlist(job: Job, gpu: model.Gpu | None = None, top: int = DEFAULT_TOP, au
         n_model += 1
         add(it)
     if every_tile:
-        for p in model.rank(job.M, job.N, job.K, job.batch, gpu):
+        for p in ranked:
             it = item(p.candidate.stage, p.candidate.config(), p.split_k, "tile", p.seconds * 1e3)
             if (it.stage, it.config) not in per_config:  # rank is best first: this tile's best split
                 per_config[(it.stage, it.config)] = 1
