@@ -63,8 +63,8 @@ class CpAsync(StageSpec):
             if smem > SMEM_LIMIT:
                 out.append(f"shared memory {smem} B exceeds {SMEM_LIMIT} B per block; lower stages, block_k or the tile")
             mb = cfg.get("min_blocks", 1)
-            if not 1 <= mb <= 4:
-                out.append(f"min_blocks={mb} must be 1..4")
+            if not 1 <= mb <= 8:
+                out.append(f"min_blocks={mb} must be 1..8")
             elif mb > 1 and mb * smem > SMEM_PER_SM:
                 out.append(f"min_blocks={mb} blocks of {smem} B shared memory exceed {SMEM_PER_SM} B per SM")
             elif mb * self.threads(cfg) > 2048:
