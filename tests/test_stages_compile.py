@@ -109,3 +109,22 @@ def test_separate_c_epilogue_of_the_large_s11_tiles_keeps_registers(tile, a_k_ma
     res = sass.resources(kernel_for(spec, cfg, variant, "sm_90").cubin)
     assert res["local_bytes"] == 0, res
     assert res["registers"] <= 255, res
+
+
+def _space_cases():
+    from gemmlab.heuristics import space
+
+    for cand in space.SM90:
+        yield pytest.param(cand, id=cand.label)
+
+
+@pytest.mark.parametrize("cand", list(_space_cases()))
+def test_every_tuner_config_compiles_for_sm90_without_spills(cand):
+    """What heuristics/space.py promises of each config: its first (fast-path) variant compiles
+    for sm_90 with no local memory, within the registers its min_blocks asks for."""
+    spec = cand.spec()
+    cfg = cand.config()
+    ck = kernel_for(spec, cfg, spec.variants(cfg)[0], "sm_90")
+    res = sass.resources(ck.cubin)
+    assert res["local_bytes"] == 0, f"{ck.name} uses {res['local_bytes']} B of local memory (spills)"
+    assert res["registers"] * spec.threads(cfg) * cand.blocks_per_sm() <= 65536, (ck.name, res["registers"])

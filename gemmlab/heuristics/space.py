@@ -82,14 +82,17 @@ SM90 = (
     _c("s11", 0.62, "64x256 w32x64", block_m=64, block_n=256, warp_m=32, warp_n=64),
     # Mid tiles, several blocks per SM (cuBLAS's choice at 1e9-1e10 FLOP): efficiencies measured,
     # 0.76 x (128x256 ku4 time) / (tile time) at 4096^3 on the H200 (scripts/small_tile_probe.py,
-    # results/h200/logs/small-tile-probe.txt: 2773 us against 64x64 x3 3480, 64x128 x2 3039,
-    # 128x64 w64x32 bk16 ku1 x3 3102, 64x128 bk16 ku1 x3 3285, 128x64 w32x32 x2 3452, 128x128
-    # w32x64 x2 3377). The estimates they replace (0.48-0.58) kept the tuner from ever timing them;
-    # block_k 16 and k_unroll 1 hold fragments for 4 k, so three blocks fit. Four or five blocks of
-    # 64x64 (register-capped) ran slower than three: 3682 and 3859 us.
+    # results/h200/logs/small-tile-probe.txt: 2772 us against 64x64 x3 3479, 64x128 x2 3038,
+    # 128x128 w64x64 bk16 ku1 x2 3093, 128x64 w64x32 bk16 ku1 x3 3101, 64x128 bk16 ku1 x3
+    # 3282-3327, 128x128 w32x64 x2 3374, 128x64 w32x32 x2 3450-3475). The estimates they replace
+    # (0.48-0.58) kept the tuner from ever timing them; block_k 16 and k_unroll 1 hold fragments
+    # for 4 k, so three blocks fit. Four or five blocks of 64x64 (register-capped) ran slower than
+    # three: 3677-3686 and 3857-3899 us.
     _c("s11", 0.69, "64x128 w32x64 x2", block_m=64, block_n=128, warp_m=32, warp_n=64, min_blocks=2),
     _c("s11", 0.64, "64x128 w32x64 bk16 ku1 x3", block_m=64, block_n=128, warp_m=32, warp_n=64, block_k=16,
        k_unroll=1, min_blocks=3),
+    _c("s11", 0.68, "128x128 w64x64 bk16 ku1 x2", block_m=128, block_n=128, warp_m=64, warp_n=64, block_k=16,
+       k_unroll=1, min_blocks=2),
     _c("s11", 0.68, "128x64 w64x32 bk16 ku1 x3", block_m=128, block_n=64, warp_m=64, warp_n=32, block_k=16,
        k_unroll=1, min_blocks=3),
     _c("s11", 0.61, "128x64 w32x32 x2", block_m=128, block_n=64, warp_m=32, warp_n=32, min_blocks=2),
