@@ -166,6 +166,7 @@ def kernel_for(spec, cfg, variant, arch) -> CompiledKernel:
 
 
 _COPY_SRC = '#include "common.cuh"\n'
+COPY_RUN = 128  # GEMMLAB_COPY_RUN in kernels/common.cuh: elements one warp of gemmlab_copy copies per step
 _REDUCE_SRC = '#include "splitk_reduce.cuh"\n'
 _TRANSPOSE_SRC = '#include "transpose.cuh"\n'
 _SPLIT_SRC = '#include "copy/split_tf32.cuh"\n'
@@ -211,8 +212,11 @@ class _Builder:
 
     # -- the strided batched copy (c into out; repacking) -------------------------------------
     def copy(self, label, src_ref, dst_ref, rows, cols, batch, s_src, s_dst):
-        total = rows * cols * batch
-        blocks = max(1, min(math.ceil(total / 256), 132 * 16))
+        # One warp per run of COPY_RUN elements along the destination's unit-stride dimension
+        # (kernels/common.cuh); 8 warps a block, the grid capped (the kernel strides over the rest).
+        inner, outer = (cols, rows) if (s_dst[2] == 1 or s_dst[1] != 1) else (rows, cols)
+        runs = -(-inner // COPY_RUN) * outer * batch
+        blocks = max(1, min(-(-runs // 8), 132 * 16))
         kinds = ["ptr", "ptr"] + ["i64"] * 9
         values = [0, 0, rows, cols, batch, *s_src, *s_dst]
         self.add(label, _COPY_SRC, "gemmlab_copy", self.arch, (blocks, 1, 1), 256, 0, kinds, values,

@@ -305,6 +305,40 @@ def test_gpu_space_configs(cand, layout):
     assert r.correct, r
 
 
+def test_copy_grid_counts_the_kernels_runs():
+    """plan.copy sizes its grid by COPY_RUN, the run one warp of gemmlab_copy copies."""
+    from pathlib import Path
+
+    import gemmlab
+    from gemmlab import plan
+
+    src = (Path(gemmlab.__file__).parent / "kernels" / "common.cuh").read_text()
+    assert f"#define GEMMLAB_COPY_RUN {plan.COPY_RUN}\n" in src
+
+
+K_STEP_16 = [c for c in space.SM90 if c.overrides.get("k_unroll") == 1]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cand", K_STEP_16, ids=lambda c: c.label)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_gpu_k_step_16_tiles_split_batched_odd(cand, layout):
+    """The block_k 16 / k_unroll 1 tiles (three blocks per SM): split-K with a ragged last slice,
+    strided batched, unaligned rows (repack) and a K shorter than one block_k step."""
+    import gemmlab
+
+    cfg = cand.overrides
+    for M, N, K, split in [(1001, 999, 1003, 3), (257, 130, 4097, 8), (129, 65, 9, 1)]:
+        r = _check(gemmlab.gemm, M, N, K, layout, stage="s11", config={**cfg, "split_k": split})
+        assert r.correct, (M, N, K, split, r)
+    r = _check(gemmlab.gemm, 1001, 999, 1003, layout, stage="s11", config={**cfg, "repack": 1, "split_k": 2})
+    assert r.correct, r
+    r = _check(gemmlab.gemm_batched, 65, 130, 97, layout, batch=5, stage="s11", config=cfg)
+    assert r.correct, r
+    r = _check(gemmlab.gemm_batched, 200, 136, 520, layout, batch=3, stage="s11", config={**cfg, "split_k": 2})
+    assert r.correct, r
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_gpu_repack_unaligned(layout):
@@ -315,6 +349,27 @@ def test_gpu_repack_unaligned(layout):
     assert r.correct, r
     r = _check(gemmlab.gemm, 1025, 1023, 1021, layout, stage="s11", config={"repack": 1, "split_k": 3})
     assert r.correct, r
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("M,N,K", [(127, 129, 131), (3, 257, 5), (255, 3, 129), (1, 1, 385)])
+def test_gpu_repack_copy_runs(layout, M, N, K):
+    """The repack copy (gemmlab_copy: one warp per run of 128 elements of a line) on lines one
+    short of, one past and far below a run, batched, and on operands with no unit stride."""
+    import torch
+
+    import gemmlab
+    from gemmlab import check
+
+    r = _check(gemmlab.gemm_batched, M, N, K, layout, batch=3, stage="s11", config={"repack": 1})
+    assert r.correct, r
+    a, b, _ = check.random_operands(2 * M, 2 * N, 2 * K, layout, 2)
+    a, b = a[:, ::2, ::2], b[:, ::2, ::2]  # every other row and column: copied
+    out = torch.full((2, M, N), float("nan"), device="cuda")
+    gemmlab.gemm_batched(a, b, out=out, stage="s11")
+    torch.cuda.synchronize()
+    assert check.compare(out, check.reference(a, b, None, 1.0, 0.0), K).correct
 
 
 @pytest.mark.gpu
