@@ -8,9 +8,10 @@ import torch
 from gemmlab import api
 from gemmlab.bench.candidates import Operands
 from gemmlab.heuristics import model, space
-from probe_common import compile_first, event_timer
+from probe_common import checked_timer, compile_first, event_timer
 
 t = event_timer(target_seconds=0.1, max_seconds=1.0, min_reps=10, max_reps=400)
+timed = checked_timer(t, " ")
 CANDS = {c.label: c for c in space.candidates(90)}
 TILES = ["64x256 w32x64", "64x128 w32x64 x2", "32x256 w16x64 s3 x2", "128x256 w64x64 ku4", "256x64 w32x64",
          "128x32 w32x32 x2"]
@@ -34,25 +35,6 @@ def variants(M, N, K):
 
 def s10_of(cfg):
     return {**{k: cfg[k] for k in S10_KEYS}, "stages": 3, "split_k": cfg["split_k"]}
-
-
-def prepare(ops, stage, cfg):
-    try:
-        return api.prepare(ops.a, ops.b, out=ops.out, stage=stage, config=cfg)
-    except Exception as e:  # noqa: BLE001
-        return None, e
-
-
-def timed(ops, stage, cfg):
-    plan, fn = prepare(ops, stage, cfg)
-    if plan is None:
-        return float("nan"), f"{type(fn).__name__}: {fn}"
-    ops.poison()
-    fn()
-    r = ops.check_out()
-    if not r.correct:
-        return float("nan"), f"WRONG {r}"
-    return t(fn), " ".join(plan.describe()["kernels"])
 
 
 jobs, cases = [], []

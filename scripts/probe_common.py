@@ -40,6 +40,27 @@ def compile_first(jobs, workers=16):
         list(ex.map(one, jobs))
 
 
+def checked_timer(t, sep=" + "):
+    """timed(ops, stage, config) -> (us, kernel names joined by ``sep``): the plan built, run once on
+    poisoned output and checked against float64 (bench/candidates.Operands), then timed with
+    ``t`` (event_timer); NaN and the reason where it cannot be built or is wrong."""
+    from gemmlab import api
+
+    def timed(ops, stage, cfg):
+        try:
+            plan, fn = api.prepare(ops.a, ops.b, out=ops.out, stage=stage, config=cfg)
+        except Exception as e:  # noqa: BLE001
+            return float("nan"), f"{type(e).__name__}: {e}"
+        ops.poison()
+        fn()
+        r = ops.check_out()
+        if not r.correct:
+            return float("nan"), f"WRONG {r}"
+        return t(fn), sep.join(plan.describe()["kernels"])
+
+    return timed
+
+
 def strided_randn(spec):
     """A CUDA float32 tensor of (shape, strides) ``spec`` on fresh random storage (None: None)."""
     if spec is None:

@@ -11,12 +11,12 @@ import sys
 
 import torch
 
-from gemmlab import api
 from gemmlab.bench.candidates import Operands
 from gemmlab.heuristics import model, space
-from probe_common import compile_first, event_timer
+from probe_common import checked_timer, compile_first, event_timer
 
 t = event_timer(target_seconds=0.08, max_seconds=0.8, min_reps=10, max_reps=300)
+timed = checked_timer(t)
 
 
 def v(bm, bn, wm, wn, mb, bk=32, stages=4, ku=2):
@@ -66,19 +66,6 @@ for M, N, K, lay, batch in SHAPES:
     jobs.append((ops, "auto", None))
     cases.append(((M, N, K, lay, batch), ops, rows))
 compile_first(jobs)
-
-
-def timed(ops, stage, cfg):
-    try:
-        plan, fn = api.prepare(ops.a, ops.b, out=ops.out, stage=stage, config=cfg)
-    except Exception as e:  # noqa: BLE001
-        return float("nan"), f"{type(e).__name__}: {e}"
-    ops.poison()
-    fn()
-    r = ops.check_out()
-    if not r.correct:
-        return float("nan"), f"WRONG {r}"
-    return t(fn), " + ".join(plan.describe()["kernels"])
 
 
 summary = []
