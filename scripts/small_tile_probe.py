@@ -37,17 +37,17 @@ VARIANTS = {
     "128x128 w64x64 bk16 ku1 x2": v(128, 128, 64, 64, 2, 16, 4, 1),
     "128x256 w64x64 ku4": dict(k_unroll=4),
 }
-SHAPES = [(1200, 1200, 1200, "nn", 1), (2048, 768, 768, "nn", 1), (768, 768, 2048, "nt", 1),
-          (256, 256, 16384, "nn", 1), (12288, 512, 512, "nn", 1), (896, 896, 4096, "tt", 1),
-          (2048, 1536, 512, "nt", 1), (1536, 1536, 1536, "tn", 1), (3000, 1000, 1000, "nn", 1), (4096, 4096, 4096, "nn", 1)]
+SHAPES = [(1200, 1200, 1200, "nn"), (2048, 768, 768, "nn"), (768, 768, 2048, "nt"), (256, 256, 16384, "nn"),
+          (12288, 512, 512, "nn"), (896, 896, 4096, "tt"), (2048, 1536, 512, "nt"), (1536, 1536, 1536, "tn"),
+          (3000, 1000, 1000, "nn"), (4096, 4096, 4096, "nn")]
 if "--quick" in sys.argv:
     SHAPES = SHAPES[:3]
 
 
-def splits(M, N, K, batch, cfg):
+def splits(M, N, K, cfg):
     cand = space.Candidate("s11", cfg, 0.6, "probe", "")
     out = []
-    for p in model.rank(M, N, K, batch, candidates=[cand]):
+    for p in model.rank(M, N, K, 1, candidates=[cand]):
         if p.split_k not in out:
             out.append(p.split_k)
         if len(out) == 2:
@@ -56,24 +56,22 @@ def splits(M, N, K, batch, cfg):
 
 
 cases, jobs = [], []
-for M, N, K, lay, batch in SHAPES:
-    ops = Operands.make(M, N, K, lay, batch=batch)
+for M, N, K, lay in SHAPES:
+    ops = Operands.make(M, N, K, lay)
     rows = []
     for label, cfg in VARIANTS.items():
-        for s in splits(M, N, K, batch, cfg):
+        for s in splits(M, N, K, cfg):
             rows.append((label, {**cfg, "split_k": s}))
             jobs.append((ops, "s11", rows[-1][1]))
     jobs.append((ops, "auto", None))
-    cases.append(((M, N, K, lay, batch), ops, rows))
+    cases.append((f"{M}x{N}x{K} {lay}", ops, rows))
 compile_first(jobs)
 
-
 summary = []
-for (M, N, K, lay, batch), ops, rows in cases:
+for name, ops, rows in cases:
     ops.reference()
     cub = t(lambda: torch.mm(ops.a, ops.b, out=ops.out))
     auto, kern = timed(ops, "auto", None)
-    name = f"{M}x{N}x{K}" + (f"x{batch}" if batch > 1 else "") + f" {lay}"
     print(f"== {name}: cuBLAS {cub:.1f} us, auto {auto:.1f} us ({cub / auto:.3f}) [{kern}]", flush=True)
     best = (auto, "auto")
     for label, cfg in rows:
