@@ -13,6 +13,10 @@
 //     them in step as s10's __syncthreads does (mbarriers alone let them drift stages-1 tiles apart);
 //   - K-major A and B land in As[m][k] / Bs[n][k] with the TMA SWIZZLE_{32,64,128}B pattern
 //     that WarpTileCore reads conflict-free; the [k][x] layouts need none (see s10_cp_async.cuh).
+//   - B_TRANSPOSE (B K-major only): every consumer warp turns its columns of the stage's Bs[n][k]
+//     into a [k][n] tile of its own (copy/smem_transpose.cuh) and the core reads that as it reads
+//     an N-major B, whose fragments keep clear of register-bank conflicts; the warps of one tile
+//     column each make their own copy, so no barrier joins warps (a __syncwarp orders the lanes).
 // The tensor maps are built on the host (stages/tensor_map.py) and passed as
 // `const __grid_constant__` parameters. They are 3-D (inner, outer, batch); batch_mask bit 0/1
 // says whether A/B have a batch dimension (else every batch reads batch 0: broadcast).
@@ -28,6 +32,7 @@
 #include "ptx/sync.cuh"
 #include "ptx/tma.cuh"
 #include "mma/warp_tile.cuh"
+#include "copy/smem_transpose.cuh"
 #include "epilogue/cluster_reduce.cuh"
 #include "epilogue/stream_k.cuh"
 
@@ -35,10 +40,17 @@ namespace gemmlab {
 
 template <int BLOCK_M_, int BLOCK_N_, int BLOCK_K_, int WARP_M_, int WARP_N_, int K_UNROLL_, bool A_SWIZZLE_,
           int STAGES_, bool PRODUCER_WARP_, bool CONSUMER_SYNC_, bool A_K_MAJOR_, bool B_N_MAJOR_, int CLUSTER_K_ = 1,
-          int FFMA_ROTATE_ = 0, bool B_SCALAR_ = false>
+          int FFMA_ROTATE_ = 0, bool B_SCALAR_ = false, int B_TRANSPOSE_ = 0>
 struct S11Tma {
+    // B_T: a K-major B is transposed in shared memory; with B_TRANSPOSE_ 1 the core then reads B
+    // as N-major; 2 (an experiment) makes the copy and reads Bs[n][k] as without it (the copy's cost).
+    static constexpr bool B_T = B_TRANSPOSE_ != 0 && !B_N_MAJOR_;
+    static constexpr bool B_READ_T = B_TRANSPOSE_ == 1 && !B_N_MAJOR_;
+    static_assert(B_TRANSPOSE_ >= 0 && B_TRANSPOSE_ <= 2, "b_transpose: 0, 1 or 2");
+    static_assert(!(B_READ_T && B_SCALAR_), "b_transpose and b_scalar: B's fragments are read one way");
     using Core = WarpTileCore<BLOCK_M_, BLOCK_N_, BLOCK_K_, WARP_M_, WARP_N_, K_UNROLL_, A_SWIZZLE_, A_K_MAJOR_,
-                              B_N_MAJOR_, FFMA_ROTATE_, B_SCALAR_>;
+                              B_N_MAJOR_ || B_READ_T, FFMA_ROTATE_, B_SCALAR_>;
+    using Transpose = WarpTransposeXK<BLOCK_K_, WARP_N_, BLOCK_N_>;
     static constexpr int BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_, BLOCK_K = BLOCK_K_;
     static constexpr int STAGES = STAGES_;
     // Consumer warps 0..CONSUMERS/32-1 compute (WarpTileCore's warp numbering). PRODUCER_WARP: the
@@ -82,8 +94,10 @@ struct S11Tma {
     static constexpr int B_STAGE_BYTES = round_1k(Core::B_TILE_FLOATS * 4);
     static constexpr unsigned TX_BYTES = (Core::A_TILE_FLOATS + Core::B_TILE_FLOATS) * 4;
     static_assert(TX_BYTES < (1u << 20), "an mbarrier phase counts at most 2^20-1 transaction bytes");
-    // 1024 bytes of slack to align the dynamic buffer, the stages, then 2*STAGES mbarriers.
-    static constexpr int SMEM_BYTES = 1024 + STAGES * (A_STAGE_BYTES + B_STAGE_BYTES) + 2 * STAGES * 8;
+    // B_T: one [k][n] tile of B per row of warps (the warps of a row write disjoint columns of it).
+    static constexpr int BT_BYTES = B_T ? Core::WARPS_M * Core::B_TILE_FLOATS * 4 : 0;
+    // 1024 bytes of slack to align the dynamic buffer, the stages, B_T's tiles, then 2*STAGES mbarriers.
+    static constexpr int SMEM_BYTES = 1024 + STAGES * (A_STAGE_BYTES + B_STAGE_BYTES) + BT_BYTES + 2 * STAGES * 8;
     // Split-K in a cluster: the partial tile reuses the stage buffers.
     static constexpr int CLUSTER_K = CLUSTER_K_;
     using Reduce = ClusterReduce<BLOCK_M, BLOCK_N, CLUSTER_K < 2 ? 2 : CLUSTER_K, CONSUMERS>;
@@ -100,7 +114,7 @@ struct S11Tma {
         unsigned char* aligned = smem + (base - raw);
         const unsigned a_stages = base;
         const unsigned b_stages = base + STAGES * A_STAGE_BYTES;
-        const unsigned bars = b_stages + STAGES * B_STAGE_BYTES;
+        const unsigned bars = b_stages + STAGES * B_STAGE_BYTES + BT_BYTES;
         auto full_bar = [&](int s) { return bars + 8u * s; };
         auto empty_bar = [&](int s) { return bars + 8u * (STAGES + s); };
         const float* a_tiles = reinterpret_cast<const float*>(aligned);
@@ -212,7 +226,21 @@ struct S11Tma {
             // consumer threads only, so the producer warps never take part.
             if constexpr (CONSUMER_SYNC_) async::named_barrier_sync(1, CONSUMERS);
             async::mbarrier_wait(full_bar(stage), phase);
-            core.multiply(acc, a_tiles + stage * (A_STAGE_BYTES / 4), b_tiles + stage * (B_STAGE_BYTES / 4));
+            if constexpr (B_T) {
+                // The warp's own [k][n] tile: its lanes have read the previous one (__syncwarp),
+                // then write this one and see each other's writes (__syncwarp) before the FFMAs.
+                const int warp = threadIdx.x / 32;
+                float* bt = reinterpret_cast<float*>(aligned + STAGES * (A_STAGE_BYTES + B_STAGE_BYTES)) +
+                            (warp / Core::WARPS_N) * Core::B_TILE_FLOATS;
+                __syncwarp();
+                Transpose::run(b_tiles + stage * (B_STAGE_BYTES / 4), bt, (warp % Core::WARPS_N) * WARP_N_,
+                               threadIdx.x % 32);
+                __syncwarp();
+                core.multiply(acc, a_tiles + stage * (A_STAGE_BYTES / 4),
+                              B_READ_T ? bt : b_tiles + stage * (B_STAGE_BYTES / 4));
+            } else {
+                core.multiply(acc, a_tiles + stage * (A_STAGE_BYTES / 4), b_tiles + stage * (B_STAGE_BYTES / 4));
+            }
             // Release the stage: one arrival per warp, after all its lanes' reads (__syncwarp orders them).
             __syncwarp();
             if (warp_leader) async::mbarrier_arrive(empty_bar(stage));

@@ -116,6 +116,10 @@ class Tma(CpAsync):
                 out.append(f"{key}={cfg[key]} must be 0 or 1")
         if cfg.get("b_scalar", -1) not in (-1, 0, 1):
             out.append(f"b_scalar={cfg['b_scalar']} must be -1 (auto), 0 or 1")
+        if cfg.get("b_transpose", 0) not in (0, 1, 2):
+            out.append(f"b_transpose={cfg['b_transpose']} must be 0, 1 or 2")
+        elif cfg.get("b_transpose", 0) == 1 and cfg.get("b_scalar", -1) == 1:
+            out.append("b_transpose=1 with b_scalar=1: a transposed B is read as an N-major one (b_scalar -1 or 0)")
         if not out and self.threads(cfg) > 1024:
             out.append(f"threads = consumers + producer warp = {self.threads(cfg)} must be at most 1024")
         return out
@@ -126,8 +130,16 @@ class Tma(CpAsync):
         return cfg["stages"] * (_round_1k(cfg["block_m"] * cfg["block_k"] * 4) +
                                 _round_1k(cfg["block_k"] * cfg["block_n"] * 4))
 
+    @staticmethod
+    def transposed_b_bytes(cfg) -> int:
+        """S11Tma::BT_BYTES: with ``b_transpose``, one [k][n] tile of B per row of warps (counted
+        for every layout: the launch and the constraints see one size per config)."""
+        if not cfg.get("b_transpose", 0):
+            return 0
+        return (cfg["block_m"] // cfg["warp_m"]) * cfg["block_k"] * cfg["block_n"] * 4
+
     def smem_bytes(self, cfg, variant):
-        return 1024 + self.stage_buffer_bytes(cfg) + 2 * cfg["stages"] * 8
+        return 1024 + self.stage_buffer_bytes(cfg) + self.transposed_b_bytes(cfg) + 2 * cfg["stages"] * 8
 
     def variants(self, cfg):
         layouts = [{"a_k_major": a, "b_n_major": b} for a in (1, 0) for b in (1, 0)]
@@ -149,9 +161,14 @@ class Tma(CpAsync):
     B_SCALAR_MIN_ROWS = 16
     B_SCALAR_NT_K_UNROLL = 4
 
+    def b_transposed(self, cfg, variant) -> bool:
+        """Whether the kernel turns a K-major B into [k][n] tiles in shared memory (``b_transpose``)
+        and reads it as an N-major one (2, the experiment, makes the copy and does not read it)."""
+        return cfg.get("b_transpose", 0) == 1 and not variant["b_n_major"]
+
     def b_scalar(self, cfg, variant) -> bool:
         """Whether the kernel reads B's fragments one k at a time (``b_scalar``; -1: the rule above)."""
-        if variant["b_n_major"]:
+        if variant["b_n_major"] or self.b_transposed(cfg, variant):
             return False
         if cfg.get("b_scalar", -1) >= 0:
             return bool(cfg["b_scalar"])
@@ -164,7 +181,8 @@ class Tma(CpAsync):
         return (f"gemmlab::S11Tma<{cfg['block_m']}, {cfg['block_n']}, {cfg['block_k']}, {cfg['warp_m']}, "
                 f"{cfg['warp_n']}, {cfg['k_unroll']}, {b(cfg['a_swizzle'])}, {cfg['stages']}, {b(cfg['producer_warp'])}, "
                 f"{b(cfg['consumer_sync'])}, {b(variant['a_k_major'])}, {b(variant['b_n_major'])}, "
-                f"{variant.get('cluster_k', 1)}, {cfg.get('ffma_rotate', 0)}, {b(self.b_scalar(cfg, variant))}>")
+                f"{variant.get('cluster_k', 1)}, {cfg.get('ffma_rotate', 0)}, {b(self.b_scalar(cfg, variant))}, "
+                f"{0 if variant['b_n_major'] else cfg.get('b_transpose', 0)}>")
 
     # ---- split-K in a cluster (kernels/epilogue/cluster_reduce.cuh) ----------------------------
     MAX_CLUSTER = 8  # a portable cluster
@@ -223,6 +241,8 @@ class Tma(CpAsync):
         """Warp 0's fragment loads for one k group (4 k steps), as s10 (B K-major one k at a time
         where ``b_scalar`` says so); TMA writes the tiles, so there are no store instructions."""
         variant = variant or self.variants(cfg)[0]
+        if self.b_transposed(cfg, variant):  # the fragments come from the [k][n] copy
+            return {**fragment_loads(cfg, {**variant, "b_n_major": 1}), "a_store": [], "b_store": []}
         return {**fragment_loads(cfg, variant, b_scalar=self.b_scalar(cfg, variant)), "a_store": [], "b_store": []}
 
 
@@ -264,6 +284,12 @@ STAGE = Tma(
                               "M-major, runs of FFMAs sharing B's value (half as many register-bank conflicts); "
                               "0 = 4 k of a column per LDS.128; -1 = 1 with 16+ rows per thread in tt, and in nt "
                               "at k_unroll 4 (measured faster there), else 0",
+              named_at_default=False),
+        Param("b_transpose", 0, "B K-major (nt, tt): 1 = each consumer warp copies its columns of the stage's Bs[n][k] "
+                                "into a [k][n] tile of its own (4x4 blocks, LDS.128 / STS.128) and reads B as an "
+                                "N-major B (shared memory: warps down the tile x block_k x block_n floats more); "
+                                "0 = B's fragments straight from Bs[n][k]; 2 = the copy made and not read (an "
+                                "experiment: what the copy alone costs)",
               named_at_default=False),
     ),
     sass=("UTMALDG", "SYNCS", "LDS.128", "FFMA"),
