@@ -79,16 +79,16 @@ if "2" in parts:
         plan, _ = api.prepare(ops.a, ops.b, out=ops.out)
         d = plan.describe()
         cells = [f"{us0:8.1f} ({cub / us0:4.2f})"]
-        best = ""
+        why = ""
         if d["stage"] == "s11":
             for stages in range(d["config"]["stages"], 1, -1):
-                us1, why = timed(ops, "auto", {"b_transpose": 1, "stages": stages})
+                us1, reason = timed(ops, "auto", {"b_transpose": 1, "stages": stages})
                 if us1 == us1:
                     cells.append(f"{us1:8.1f} ({cub / us1:4.2f}) s{stages}")
                     break
-                best = why
+                why = reason
         c = d["config"]
         print(f"{M:>5}x{N}x{K:<5} {lay} {cub:8.1f} " + " ".join(cells) +
               f"  {d['stage']} {c.get('block_m')}x{c.get('block_n')} bk{c.get('block_k')} ku{c.get('k_unroll')} "
-              f"s{c.get('stages')} split {d['split_k']} ({d['source']}) {best[:60]}", flush=True)
+              f"s{c.get('stages')} split {d['split_k']} ({d['source']}) {why[:60]}", flush=True)
         del ops

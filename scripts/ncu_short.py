@@ -1,5 +1,7 @@
-"""One gemmlab auto call and one cuBLAS call per shape (for ncu):
-    python3 ncu_short.py M N K [layout (nn)] [batch (1)]"""
+"""One gemmlab call and one cuBLAS call per shape (for ncu):
+    python3 ncu_short.py M N K [layout (nn)] [batch (1)] [--stage S --config 'json']
+With --stage, that stage and config (json, default {}) instead of auto, and no cuBLAS call."""
+import json
 import sys
 
 import torch
@@ -8,13 +10,32 @@ import gemmlab
 from gemmlab import check
 
 torch.backends.cuda.matmul.allow_tf32 = False
-M, N, K = map(int, sys.argv[1:4])
-layout = sys.argv[4] if len(sys.argv) > 4 else "nn"
-batch = int(sys.argv[5]) if len(sys.argv) > 5 else 1
+args = sys.argv[1:]
+stage, cfg = "auto", None
+if "--stage" in args:
+    i = args.index("--stage")
+    stage = args[i + 1]
+    del args[i:i + 2]
+if "--config" in args:
+    i = args.index("--config")
+    cfg = json.loads(args[i + 1])
+    del args[i:i + 2]
+M, N, K = map(int, args[0:3])
+layout = args[3] if len(args) > 3 else "nn"
+batch = int(args[4]) if len(args) > 4 else 1
 a, b, _ = check.random_operands(M, N, K, layout, batch if batch > 1 else None)
 out = torch.empty((batch, M, N) if batch > 1 else (M, N), device="cuda")
 mm = torch.bmm if batch > 1 else torch.mm
-gemmlab.matmul(a, b, out=out); mm(a, b, out=out); torch.cuda.synchronize()
+
+
+def calls():
+    gemmlab.matmul(a, b, out=out, stage=stage, config=cfg)
+    if stage == "auto":
+        mm(a, b, out=out)
+    torch.cuda.synchronize()
+
+
+calls()
 torch.cuda.cudart().cudaProfilerStart()
-gemmlab.matmul(a, b, out=out); mm(a, b, out=out); torch.cuda.synchronize()
+calls()
 torch.cuda.cudart().cudaProfilerStop()

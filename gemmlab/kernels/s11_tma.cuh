@@ -50,7 +50,7 @@ struct S11Tma {
     static_assert(!(B_READ_T && B_SCALAR_), "b_transpose and b_scalar: B's fragments are read one way");
     using Core = WarpTileCore<BLOCK_M_, BLOCK_N_, BLOCK_K_, WARP_M_, WARP_N_, K_UNROLL_, A_SWIZZLE_, A_K_MAJOR_,
                               B_N_MAJOR_ || B_READ_T, FFMA_ROTATE_, B_SCALAR_>;
-    using Transpose = WarpTransposeXK<BLOCK_K_, WARP_N_, BLOCK_N_>;
+    using Transpose = WarpTransposeXK<Core, WARP_N_, BLOCK_N_>;
     static constexpr int BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_, BLOCK_K = BLOCK_K_;
     static constexpr int STAGES = STAGES_;
     // Consumer warps 0..CONSUMERS/32-1 compute (WarpTileCore's warp numbering). PRODUCER_WARP: the

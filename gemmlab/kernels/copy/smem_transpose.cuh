@@ -13,26 +13,22 @@
 // covers the 8 groups of one 128-byte row segment; their chunks are c = c_sel ^ ((lane / 2) % 4),
 // so that with 128-byte rows (BLOCK_K 32) the swizzled chunk positions c ^ (x % 8) of a load are 8
 // different ones as well (shorter rows: 2-way / 4-way on the loads).
+// Core: the WarpTileCore whose [x][k] tiles these are (its swizzle_chunk and block_k, as in
+// copy/cp_async_tile.cuh).
 #pragma once
 #include "common.cuh"
 
 namespace gemmlab {
 
-template <int BLOCK_K, int WIDTH, int LD_OUT>
+template <class Core, int WIDTH, int LD_OUT>
 struct WarpTransposeXK {
-    static constexpr int K_CHUNKS = BLOCK_K / 4;
-    static constexpr int K_ROW_BYTES = BLOCK_K * 4;
+    static constexpr int K_CHUNKS = Core::K_CHUNKS;
+    static constexpr int BLOCK_K = 4 * K_CHUNKS;
     static constexpr int GROUPS = WIDTH / 4;  // groups of 4 columns
     static constexpr int ITEMS = GROUPS * K_CHUNKS;
     static constexpr int TRIPS = (ITEMS + 31) / 32;
-    static_assert(BLOCK_K == 8 || BLOCK_K == 16 || BLOCK_K == 32, "block_k must be 8, 16 or 32");
     static_assert(WIDTH % 32 == 0, "a warp transposes whole runs of 8 groups of 4 columns");
     static_assert(LD_OUT % 4 == 0, "rows of the [k][x] tile must keep 16-byte alignment");
-
-    // The TMA swizzle of chunk c of row x (mma/warp_tile.cuh: WarpTileCore::swizzle_chunk).
-    static __device__ __forceinline__ int swizzle_chunk(int x, int c) {
-        return c ^ ((x * K_ROW_BYTES / 128) & (K_CHUNKS - 1));
-    }
 
     // xs: the stage's [x][k] tile (row x at xs + x * BLOCK_K); xt: the [k][x] tile (row k at
     // xt + k * LD_OUT); the warp's columns x0 .. x0 + WIDTH - 1 (x0 a multiple of 32) of both.
@@ -49,7 +45,7 @@ struct WarpTransposeXK {
                 float4 v[4];
 #pragma unroll
                 for (int r = 0; r < 4; ++r)
-                    v[r] = *reinterpret_cast<const float4*>(xs + (x + r) * BLOCK_K + swizzle_chunk(x + r, c) * 4);
+                    v[r] = *reinterpret_cast<const float4*>(xs + (x + r) * BLOCK_K + Core::swizzle_chunk(x + r, c) * 4);
                 float* out = xt + (4 * c) * LD_OUT + x;
                 *reinterpret_cast<float4*>(out + 0 * LD_OUT) = make_float4(v[0].x, v[1].x, v[2].x, v[3].x);
                 *reinterpret_cast<float4*>(out + 1 * LD_OUT) = make_float4(v[0].y, v[1].y, v[2].y, v[3].y);
