@@ -30,6 +30,7 @@ import threading
 from dataclasses import dataclass, field, replace
 
 from . import device as _device
+from . import env as _envmod
 from .errors import ConfigError, GemmlabError
 from .jit import compile_cubin
 from .jit import launch as _launch
@@ -78,12 +79,13 @@ class Step:
     ``scalar_slots``: (param index, "alpha" | "beta"); ``tmaps``: (TensorMapDescriptor, source, offset)."""
 
     __slots__ = ("label", "ck", "fn", "ctx", "grid", "block", "smem", "params", "ptr_slots", "scalar_slots",
-                 "tmaps")
+                 "tmaps", "dependent")
 
     def __init__(self, label, ck, fn, ctx, grid, block, smem, params, ptr_slots, scalar_slots, tmaps):
         self.label, self.ck, self.fn, self.ctx = label, ck, fn, ctx
         self.grid, self.block, self.smem = tuple(int(g) for g in grid), int(block), int(smem)
         self.params, self.ptr_slots, self.scalar_slots, self.tmaps = params, ptr_slots, scalar_slots, tmaps
+        self.dependent = None  # a jit.launch.DependentLaunch: see dependent_launches()
 
     def fill(self, ptrs: dict, alpha: float, beta: float) -> None:
         vals = self.params.values
@@ -95,7 +97,10 @@ class Step:
             slot.encode(ptrs[src] + off)
 
     def launch(self, stream: int) -> None:
-        _launch.launch_raw(self.fn, self.ctx, self.grid, self.block, self.smem, stream, self.params)
+        if self.dependent is not None:
+            self.dependent.launch(self.fn, self.ctx, stream, self.params)
+        else:
+            _launch.launch_raw(self.fn, self.ctx, self.grid, self.block, self.smem, stream, self.params)
 
     @property
     def name(self) -> str:
@@ -167,6 +172,15 @@ def kernel_for(spec, cfg, variant, arch) -> CompiledKernel:
 
 _COPY_SRC = '#include "common.cuh"\n'
 COPY_RUN = 128  # GEMMLAB_COPY_RUN in kernels/common.cuh: elements one warp of gemmlab_copy copies per step
+
+
+def copy_runs(rows: int, cols: int, batch: int, s_dst) -> int:
+    """The runs (warp tasks) of gemmlab_copy for a rows x cols x batch copy into strides ``s_dst``
+    (bs, rs, cs): lines along the destination's unit-stride dimension, as the kernel walks them."""
+    inner, outer = (cols, rows) if (s_dst[2] == 1 or s_dst[1] != 1) else (rows, cols)
+    return -(-inner // COPY_RUN) * outer * batch
+
+
 _REDUCE_SRC = '#include "splitk_reduce.cuh"\n'
 _TRANSPOSE_SRC = '#include "transpose.cuh"\n'
 _SPLIT_SRC = '#include "copy/split_tf32.cuh"\n'
@@ -210,17 +224,32 @@ class _Builder:
         self.steps.append(step)
         return step
 
-    # -- the strided batched copy (c into out; repacking) -------------------------------------
-    def copy(self, label, src_ref, dst_ref, rows, cols, batch, s_src, s_dst):
-        # One warp per run of COPY_RUN elements along the destination's unit-stride dimension
-        # (kernels/common.cuh); 8 warps a block, the grid capped (the kernel strides over the rest).
-        inner, outer = (cols, rows) if (s_dst[2] == 1 or s_dst[1] != 1) else (rows, cols)
-        runs = -(-inner // COPY_RUN) * outer * batch
-        blocks = max(1, min(-(-runs // 8), 132 * 16))
-        kinds = ["ptr", "ptr"] + ["i64"] * 9
-        values = [0, 0, rows, cols, batch, *s_src, *s_dst]
-        self.add(label, _COPY_SRC, "gemmlab_copy", self.arch, (blocks, 1, 1), 256, 0, kinds, values,
-                 [(0, *src_ref), (1, *dst_ref)])
+    # -- the strided batched copies (repacking): one or two operands in one launch -------------
+    def copy(self, label, jobs):
+        """``jobs``: one or two (src_ref, dst_ref, rows, cols, batch, src strides (bs, rs, cs), dst
+        strides). One warp per run of COPY_RUN elements along the destination's unit-stride
+        dimension (kernels/common.cuh), 8 warps a block; the grid is capped (the kernel strides over
+        the rest) and shared between the jobs in proportion to their runs."""
+        assert 1 <= len(jobs) <= 2, jobs
+        runs = [copy_runs(*j[2:5], j[6]) for j in jobs]
+        cap = 132 * 16
+        if len(jobs) == 1:
+            blocks = [max(1, min(-(-runs[0] // 8), cap))]
+        else:
+            share = max(1, min(cap - 1, round(cap * runs[0] / max(sum(runs), 1))))
+            blocks = [max(1, min(-(-r // 8), c)) for r, c in zip(runs, (share, cap - share))]
+        kinds, values, ptrs = [], [], []
+        for i, j in enumerate(list(jobs) + [None] * (2 - len(jobs))):
+            if j is None:  # no second copy: batch 0
+                j = (None, None, 0, 0, 0, (0, 0, 0), (0, 0, 0))
+            src_ref, dst_ref, rows, cols, batch, s_src, s_dst = j
+            kinds += ["ptr", "ptr"] + ["i64"] * 9
+            values += [0, 0, rows, cols, batch, *s_src, *s_dst]
+            if src_ref is not None:
+                ptrs += [(11 * i, *src_ref), (11 * i + 1, *dst_ref)]
+        kinds.append("i64")
+        values.append(blocks[0])
+        self.add(label, _COPY_SRC, "gemmlab_copy", self.arch, (sum(blocks), 1, 1), 256, 0, kinds, values, ptrs)
 
     # -- K-major B into a row-major copy ------------------------------------------------------
     def transpose(self, label, src_ref, dst_ref, rows, cols, batch, src_bs, src_cs, dst_bs, dst_ld):
@@ -310,11 +339,38 @@ class _Builder:
         return step, spec, cfg, variant
 
 
-def _copy_operand(b: _Builder, label: str, prob: Problem, c: Copy, refs: dict, xk: bool = False) -> Problem:
+_PDL_KEY = _envmod.key("GEMMLAB_PDL")
+
+
+def pdl_enabled() -> bool:
+    """Programmatic dependent launch for a plan's later kernels (kernels/ptx/grid_dependency.cuh):
+    on unless GEMMLAB_PDL=0 (read when a plan is built)."""
+    return _envmod.text(_envmod.raw(_PDL_KEY)) != "0"
+
+
+def _sm(arch: str) -> int:
+    digits = "".join(ch for ch in arch if ch.isdigit())
+    return int(digits) if digits else 0
+
+
+def dependent_launches(steps: list) -> None:
+    """Every kernel after a plan's first, compiled for sm_90 or later (all gemmlab kernels wait for
+    the previous grid's results first there), starts as a programmatic dependent launch: its
+    launch overlaps the previous kernel's tail. The first waits for the stream as usual."""
+    if not pdl_enabled():
+        return
+    for st in steps[1:]:
+        if _sm(st.ck.arch) >= 90:
+            st.dependent = _launch.DependentLaunch(st.grid, st.block, st.smem)
+
+
+def _copy_operand(b: _Builder, label: str, prob: Problem, c: Copy, refs: dict, xk: bool = False,
+                  pending: list | None = None) -> Problem:
     """Launch the workspace copy ``c`` of operand ``c.which`` (its layout is gemmlab/problem.py's).
     The launch sees the operand as it is (rows x cols) or, with ``xk``, as [x][k] rows (m of A,
     n of B: the K-major copies, whose destination is row-major in that frame). ``refs`` is updated
-    in place; returns the problem the kernel then sees."""
+    in place; returns the problem the kernel then sees. With ``pending`` (a list), a strided copy
+    is not launched but appended as (label, job), for :func:`_launch_copies` to launch with another."""
     op = prob.operand(c.which)
     off = b.ws_region(c.floats)
     if xk:
@@ -327,9 +383,21 @@ def _copy_operand(b: _Builder, label: str, prob: Problem, c: Copy, refs: dict, x
         assert s_rs == 1 and d_cs == 1, (c, op)
         b.transpose(label, refs[c.which], ("ws", off), rows, cols, c.batches, op.bs, s_cs, c.per, d_rs)
     else:
-        b.copy(label, refs[c.which], ("ws", off), rows, cols, c.batches, (op.bs, s_rs, s_cs), (c.per, d_rs, d_cs))
+        job = (refs[c.which], ("ws", off), rows, cols, c.batches, (op.bs, s_rs, s_cs), (c.per, d_rs, d_cs))
+        if pending is None:
+            b.copy(label, [job])
+        else:
+            pending.append((label, job))
     refs[c.which] = ("ws", off)
     return prob.with_copy(c)
+
+
+def _launch_copies(b: _Builder, pending: list) -> None:
+    """The strided copies that :func:`_copy_operand` held back, two to a launch (each reads a
+    caller's operand, never another copy's output, so their order is free)."""
+    for i in range(0, len(pending), 2):
+        pair = pending[i:i + 2]
+        b.copy(" + ".join(label for label, _ in pair), [job for _, job in pair])
 
 
 def _k_major_operands(b: _Builder, spec, cfg, prob: Problem, refs: dict) -> Problem:
@@ -387,9 +455,12 @@ def build(choice: Choice, prob: Problem, refs: dict, dev: int, *, capturing: boo
     # layouts the kernels read fastest.
     if spec.aligned_path:
         copies, _ = prob.repacks(choice.repack, choice.a_transpose)
+        assert len({c.which for c in copies}) == len(copies), copies  # one copy per operand: independent
+        pending: list = []
         for c in copies:
             label = f"transpose {c.which}" if c.kind == "transpose" else f"repack {c.which}"
-            prob = _copy_operand(b, label, prob, c, refs)
+            prob = _copy_operand(b, label, prob, c, refs, pending=pending)
+        _launch_copies(b, pending)
 
     # Stream-K where asked and the stage that will run has a schedule for the problem (else the
     # choice's split-K, as if it had not been asked).
@@ -427,6 +498,7 @@ def build(choice: Choice, prob: Problem, refs: dict, dev: int, *, capturing: boo
                  prob.ldd, 1, prob.d_bs, prob.batch, prob.c_strides())
     else:
         main, spec_run, cfg_run, variant = b.gemm(spec, cfg, prob, refs, scalars=True)
+    dependent_launches(b.steps)
     ran = Choice(spec_run, cfg_run, splits, choice.repack, choice.source, choice.a_transpose, in_cluster,
                  stream_k=bool(sk_blocks))
     summary = (f"gemmlab: {prob.M}x{prob.N}x{prob.K} batch {prob.batch} -> {spec_run.id} {cfg_run} {variant} "

@@ -305,6 +305,54 @@ def test_gpu_space_configs(cand, layout):
     assert r.correct, r
 
 
+@pytest.mark.parametrize("src,name", [('#include "common.cuh"\n', "gemmlab_copy"),
+                                      ('#include "transpose.cuh"\n', "gemmlab_transpose"),
+                                      ('#include "splitk_reduce.cuh"\n', "gemmlab_splitk_reduce"),
+                                      ('#include "stream_k_fixup.cuh"\n', "gemmlab_stream_k_fixup"),
+                                      ('#include "copy/split_tf32.cuh"\n', "gemmlab_split_tf32")])
+@pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
+def test_plan_kernels_wait_for_the_previous_grid_first(src, name, arch):
+    """Every kernel a plan launches besides the stages' (whose wrapper test_stages_compile checks)
+    waits for the previous grid before it touches global memory: plans launch them as dependents."""
+    from gemmlab.analysis import sass
+    from gemmlab.jit import compile_cubin
+    from test_stages_compile import assert_waits_before_global_memory
+
+    ck = compile_cubin(src, name, arch)
+    assert_waits_before_global_memory(sass.instructions(ck.cubin, name), arch, name)
+
+
+class _FakeStep:
+    def __init__(self, arch):
+        self.ck = type("CK", (), {"arch": arch})()
+        self.grid, self.block, self.smem = (3, 2, 1), 256, 1024
+        self.dependent = None
+
+
+def test_dependent_launches_are_the_later_sm90_kernels(monkeypatch):
+    """The first kernel of a plan waits for the stream; the later ones compiled for sm_90+ start
+    as programmatic dependents (their config carries the attribute and their launch shape), unless
+    GEMMLAB_PDL=0; a kernel compiled for an older arch never does (it has no griddepcontrol.wait)."""
+    from cuda.bindings import driver
+
+    from gemmlab import plan
+
+    monkeypatch.delenv("GEMMLAB_PDL", raising=False)
+    steps = [_FakeStep("sm_90a"), _FakeStep("sm_90"), _FakeStep("sm_80"), _FakeStep("sm_90a")]
+    plan.dependent_launches(steps)
+    assert [s.dependent is not None for s in steps] == [False, True, False, True]
+    cfg = steps[1].dependent.config
+    assert (cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ, cfg.blockDimX, cfg.sharedMemBytes) == (3, 2, 1, 256, 1024)
+    assert cfg.numAttrs == 1
+    attr = steps[1].dependent.attrs[0]
+    assert attr.id == driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+    assert attr.value.programmaticStreamSerializationAllowed == 1
+    monkeypatch.setenv("GEMMLAB_PDL", "0")
+    steps = [_FakeStep("sm_90a"), _FakeStep("sm_90a")]
+    plan.dependent_launches(steps)
+    assert all(s.dependent is None for s in steps)
+
+
 def test_copy_grid_counts_the_kernels_runs():
     """plan.copy sizes its grid by COPY_RUN, the run one warp of gemmlab_copy copies."""
     from pathlib import Path
@@ -349,6 +397,74 @@ def test_gpu_repack_unaligned(layout):
     assert r.correct, r
     r = _check(gemmlab.gemm, 1025, 1023, 1021, layout, stage="s11", config={"repack": 1, "split_k": 3})
     assert r.correct, r
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_gpu_repack_copies_share_one_launch(layout):
+    """Both operands unaligned: their strided copies are one gemmlab_copy launch (a K-major B is
+    transposed by its own kernel), batched and not, and the result is right."""
+    import torch
+
+    from gemmlab import api, check
+
+    for batch in (None, 3):
+        a, b, c = check.random_operands(333, 555, 777, layout, batch)
+        out = torch.full_like(c, float("nan"))
+        plan, fn = api.prepare(a, b, out=out, stage="s11", config={"repack": 1, "split_k": 1},
+                               batched=batch is not None)
+        assert plan.kernels.count("gemmlab_copy") == 1, plan.kernels
+        assert len(plan.kernels) == 2 + (layout[1] == "t"), plan.kernels  # + the transpose of a K-major B
+        fn()
+        torch.cuda.synchronize()
+        assert check.compare(out, check.reference(a, b, None, 1.0, 0.0), 777).correct, (layout, batch)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_gpu_dependent_kernels_read_this_calls_results(layout):
+    """Copy -> GEMM -> reduce (and copy -> GEMM in a cluster) launched as programmatic dependents:
+    each kernel must read what the one before wrote in *this* call. The same plan runs on new
+    values written in place into the same arrays each time (a kernel that started early would
+    read the previous call's workspace), and on the copies of a plan built with GEMMLAB_PDL=0."""
+    import torch
+
+    from gemmlab import api, check
+
+    a, b, c = check.random_operands(1001, 999, 1003, layout)
+    out = torch.full_like(c, float("nan"))
+    for cfg in ({"repack": 1, "split_k": 3, "cluster_reduce": 0}, {"repack": 1, "split_k": 2}):
+        plan, fn = api.prepare(a, b, out=out, stage="s11", config=cfg)
+        assert len(plan.kernels) >= 2 and all(s.dependent is not None for s in plan.steps[1:]), plan.kernels
+        for i in range(4):
+            with torch.no_grad():
+                a.copy_(torch.rand_like(a) * (i + 1) - 0.5)
+                b.copy_(torch.rand_like(b) - 0.5 * i)
+            out.fill_(float("nan"))
+            fn()
+            torch.cuda.synchronize()
+            assert check.compare(out, check.reference(a, b, None, 1.0, 0.0), 1003).correct, (cfg, i)
+
+
+@pytest.mark.gpu
+def test_gpu_pdl_off_launches_plainly(monkeypatch):
+    """GEMMLAB_PDL=0: plans built after it launch every kernel plainly, with the same results."""
+    import torch
+
+    from gemmlab import api, check
+
+    monkeypatch.setenv("GEMMLAB_PDL", "0")
+    api.clear_plan_cache()
+    try:
+        a, b, c = check.random_operands(1001, 999, 1003, "nt")
+        out = torch.full_like(c, float("nan"))
+        plan, fn = api.prepare(a, b, out=out, stage="s11", config={"repack": 1, "split_k": 3, "cluster_reduce": 0})
+        assert len(plan.steps) == 4 and all(s.dependent is None for s in plan.steps), plan.kernels
+        fn()
+        torch.cuda.synchronize()
+        assert check.compare(out, check.reference(a, b, None, 1.0, 0.0), 1003).correct
+    finally:
+        api.clear_plan_cache()
 
 
 @pytest.mark.gpu

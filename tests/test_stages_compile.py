@@ -53,6 +53,25 @@ def test_stage_compiles_without_spills_and_shows_its_sass(stage_id, arch, index)
         missing = [op for op in wanted if not sass.has_opcode(insns, op)]
         assert not missing, f"{ck.name}: declared SASS {missing} not found; mix {sass.mix(insns)}"
         assert sass.has_opcode(insns, "FFMA")
+    assert_waits_before_global_memory(sass.instructions(ck.cubin, ck.name), arch, ck.name)
+
+
+GLOBAL_OPS = ("LDG", "STG", "LDGSTS", "UTMALDG", "UTMASTG", "UTMAPF", "UBLKCP", "RED", "ATOMG")
+
+
+def assert_waits_before_global_memory(insns, arch, name):
+    """A plan launches its later kernels as programmatic dependents (kernels/ptx/grid_dependency.cuh):
+    on sm_90 the kernel's first instruction that touches global memory must come after
+    griddepcontrol.wait (ACQBULK), and no launch_dependents (PREEXIT: an early trigger, which
+    placed the next kernel's blocks unevenly); before sm_90 the wait is not compiled (and the host
+    never launches such a kernel as a dependent)."""
+    ops = [i.op.split(".")[0] for i in insns]
+    first_global = next((k for k, op in enumerate(ops) if op in GLOBAL_OPS), len(ops))
+    if int(arch[3:5]) >= 90:
+        assert "ACQBULK" in ops[:first_global], f"{name}: global memory touched before griddepcontrol.wait"
+    assert "PREEXIT" not in ops, f"{name}: griddepcontrol.launch_dependents (an early trigger)"
+    if int(arch[3:5]) < 90:
+        assert "ACQBULK" not in ops, name
 
 
 @pytest.mark.parametrize("stage_id", [s.id for s in STAGES])

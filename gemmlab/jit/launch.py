@@ -167,17 +167,19 @@ class ParamBuffer:
 
 
 _cu_launch = None
+_cu_launch_ex = None
 _SUCCESS = None
 _fn_objects: dict = {}      # CUfunction handle (int) -> driver.CUfunction
 _stream_objects: dict = {}  # CUstream handle (int) -> driver.CUstream (a wrapper of the int: no lifetime)
 
 
 def _bind_driver():
-    global _cu_launch, _SUCCESS
+    global _cu_launch, _cu_launch_ex, _SUCCESS
     from cuda.bindings import driver
 
     _SUCCESS = driver.CUresult.CUDA_SUCCESS
     _cu_launch = driver.cuLaunchKernel
+    _cu_launch_ex = driver.cuLaunchKernelEx
 
 
 def _objects(fn: int, stream: int):
@@ -222,6 +224,58 @@ def launch_raw(fn: int, ctx: int, grid, block: int, smem: int, stream: int, para
         if prev.value:
             lib.cuCtxSetCurrent(prev)
     check_result(int(err), "cuLaunchKernel")
+
+
+class DependentLaunch:
+    """One kernel's launch with the PROGRAMMATIC_STREAM_SERIALIZATION attribute (cuLaunchKernelEx):
+    the grid may start before the previous kernel in the stream has finished, once every block of
+    that kernel has let it (kernels/ptx/grid_dependency.cuh; the kernel itself waits for the
+    previous one's results before touching memory). Only for kernels compiled for sm_90 or later,
+    which all call grid_dependency_wait() first. The config object is built once and reused; only
+    its stream changes."""
+
+    __slots__ = ("config", "stream", "attrs")
+
+    def __init__(self, grid, block: int, smem: int):
+        from cuda.bindings import driver
+
+        attr = driver.CUlaunchAttribute()
+        attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+        attr.value.programmaticStreamSerializationAllowed = 1
+        cfg = driver.CUlaunchConfig()
+        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = (int(g) for g in grid)
+        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = int(block), 1, 1
+        cfg.sharedMemBytes = int(smem)
+        cfg.attrs = [attr]
+        cfg.numAttrs = 1
+        self.config, self.stream, self.attrs = cfg, None, [attr]
+
+    def launch(self, fn: int, ctx: int, stream: int, params: "ParamBuffer") -> None:
+        """As :func:`launch_raw`, with the attribute."""
+        if _cu_launch_ex is None:
+            _bind_driver()
+        f = _fn_objects.get(fn)
+        s = _stream_objects.get(stream)
+        if f is None or s is None:
+            f, s = _objects(fn, stream)
+        if self.stream is not s:
+            self.config.hStream = s
+            self.stream = s
+        err = _cu_launch_ex(self.config, f, params.address, 0)[0]
+        if err == _SUCCESS:
+            return
+        lib = _libcuda or libcuda()
+        prev = ctypes.c_void_p()
+        lib.cuCtxGetCurrent(ctypes.byref(prev))
+        if (prev.value or 0) == ctx:
+            check_result(int(err), "cuLaunchKernelEx")
+        check_result(lib.cuCtxSetCurrent(ctypes.c_void_p(ctx)), "cuCtxSetCurrent")
+        try:
+            err = _cu_launch_ex(self.config, f, params.address, 0)[0]
+        finally:
+            if prev.value:
+                lib.cuCtxSetCurrent(prev)
+        check_result(int(err), "cuLaunchKernelEx")
 
 
 _NUMPY_KINDS = {"uint64": "ptr", "int64": "i64", "float32": "f32", "int32": "i32"}

@@ -15,6 +15,7 @@ extern "C" __global__ void {attributes}__launch_bounds__({threads}, {min_blocks}
     int64 M, int64 N, int64 K, int64 a_rs, int64 a_cs, int64 b_rs, int64 b_cs, int64 ldd,
     float alpha, float beta, int64 batch, int64 a_bs, int64 b_bs, int64 d_bs, int64 k_split,
     int64 d_ss, const float* C, int64 c_rs, int64 c_cs, int64 c_bs{extra_decl}) {{
+    gemmlab::grid_dependency_wait();  // kernels/ptx/grid_dependency.cuh: before any global access
 {body}}}
 """
 

@@ -22,6 +22,7 @@
 //   is sent as K = 0.
 //   All offsets are 64-bit: sizes past 2^31 elements work.
 #pragma once
+#include "ptx/grid_dependency.cuh"
 
 typedef long long int64;
 
@@ -119,30 +120,30 @@ __device__ __forceinline__ float load_b(const GemmArgs& args, int64 k, int64 col
 
 }  // namespace gemmlab
 
-// Strided batched copy, used by the host to materialise c into the output (any layout to any
-// layout) and to make unusual strides contiguous (repacking). dst[b][r][c] = src[b][r][c].
-// A warp copies a run of COPY_RUN elements of one line along the destination's unit-stride
-// dimension, lanes consecutive, all COPY_RUN / 32 loads in flight before its first store; where
-// the warp's batch, line and run come from is worked out once per run, not per element. (The
-// first version, one element per thread per grid-stride step with two 64-bit divisions each,
-// reached 22% of the H200's DRAM bandwidth on a 3333x2222 repack: 38.7 us, ncu,
-// results/h200/logs/ncu-shortfalls-2.txt.)
+// Strided batched copies, used by the host to make unusual strides contiguous (repacking):
+// dst[b][r][c] = src[b][r][c], for one or two operands in one launch (blocks [0, blocks0) copy
+// the first, the rest the second; a second copy with batch 0 is none). A warp copies a run of
+// COPY_RUN elements of one line along the destination's unit-stride dimension, lanes consecutive,
+// all COPY_RUN / 32 loads in flight before its first store. Each warp divides once, for where it
+// starts and how far its grid stride reaches (batch, line and run); each further run is a carry
+// of additions. (Version 1, one element per thread per grid-stride step with two 64-bit divisions
+// each: 22% of the H200's DRAM bandwidth on a 3333x2222 repack, 38.7 us; version 2, the two
+// divisions per run: 40%, 20.6 us, its FMA pipe 32% busy: results/h200/logs/ncu-copy.txt.)
 #define GEMMLAB_COPY_RUN 128
-extern "C" __global__ void __launch_bounds__(256) gemmlab_copy(
-    const float* __restrict__ src, float* __restrict__ dst, int64 rows, int64 cols, int64 batch,
-    int64 src_bs, int64 src_rs, int64 src_cs, int64 dst_bs, int64 dst_rs, int64 dst_cs) {
+namespace gemmlab {
+
+template <bool UNIT>  // UNIT: unit stride along the run on both sides
+__device__ __forceinline__ void copy_lines(const float* __restrict__ src, float* __restrict__ dst, int64 inner,
+                                           int64 outer, int64 batch, int64 src_bs, int64 src_os, int64 src_is,
+                                           int64 dst_bs, int64 dst_os, int64 dst_is, int64 warp, int64 warps) {
     constexpr int RUN = GEMMLAB_COPY_RUN, PER_LANE = RUN / 32;
-    const bool along_cols = dst_cs == 1 || dst_rs != 1;  // the destination's fast dimension
-    const int64 inner = along_cols ? cols : rows, outer = along_cols ? rows : cols;
-    const int64 src_is = along_cols ? src_cs : src_rs, src_os = along_cols ? src_rs : src_cs;
-    const int64 dst_is = along_cols ? dst_cs : dst_rs, dst_os = along_cols ? dst_rs : dst_cs;
     const int64 runs = (inner + RUN - 1) / RUN;
-    const int64 tasks = runs * outer * batch;
+    if (warp >= runs * outer * batch) return;
     const int lane = threadIdx.x % 32;
-    const int64 warps = (int64)gridDim.x * (blockDim.x / 32);
-    for (int64 t = (int64)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; t < tasks; t += warps) {
-        const int64 line = t / runs, run = t - line * runs;
-        const int64 b = line / outer, o = line - b * outer;
+    // task t = (b * outer + o) * runs + run; this warp's first, then t += warps each step
+    int64 run = warp % runs, o = (warp / runs) % outer, b = warp / runs / outer;
+    const int64 d_run = warps % runs, d_o = (warps / runs) % outer, d_b = warps / runs / outer;
+    while (b < batch) {
         const float* s = src + b * src_bs + o * src_os;
         float* d = dst + b * dst_bs + o * dst_os;
         const int64 i0 = run * RUN + lane;
@@ -150,12 +151,50 @@ extern "C" __global__ void __launch_bounds__(256) gemmlab_copy(
 #pragma unroll
         for (int u = 0; u < PER_LANE; ++u) {
             const int64 i = i0 + 32 * u;
-            v[u] = i < inner ? s[i * src_is] : 0.0f;
+            v[u] = i < inner ? s[UNIT ? i : i * src_is] : 0.0f;
         }
 #pragma unroll
         for (int u = 0; u < PER_LANE; ++u) {
             const int64 i = i0 + 32 * u;
-            if (i < inner) d[i * dst_is] = v[u];
+            if (i < inner) d[UNIT ? i : i * dst_is] = v[u];
         }
+        run += d_run;  // the next task: run, then line, then batch, each carry at most one
+        const int carry = run >= runs;
+        run -= carry ? runs : 0;
+        o += d_o + carry;
+        const int carry_o = o >= outer;
+        o -= carry_o ? outer : 0;
+        b += d_b + carry_o;
     }
+}
+
+__device__ __forceinline__ void copy_one(const float* __restrict__ src, float* __restrict__ dst, int64 rows,
+                                         int64 cols, int64 batch, int64 src_bs, int64 src_rs, int64 src_cs,
+                                         int64 dst_bs, int64 dst_rs, int64 dst_cs, int64 warp, int64 warps) {
+    const bool along_cols = dst_cs == 1 || dst_rs != 1;  // the destination's fast dimension
+    const int64 inner = along_cols ? cols : rows, outer = along_cols ? rows : cols;
+    const int64 src_is = along_cols ? src_cs : src_rs, src_os = along_cols ? src_rs : src_cs;
+    const int64 dst_is = along_cols ? dst_cs : dst_rs, dst_os = along_cols ? dst_rs : dst_cs;
+    if (inner <= 0 || outer <= 0) return;
+    if (src_is == 1 && dst_is == 1)
+        copy_lines<true>(src, dst, inner, outer, batch, src_bs, src_os, 1, dst_bs, dst_os, 1, warp, warps);
+    else
+        copy_lines<false>(src, dst, inner, outer, batch, src_bs, src_os, src_is, dst_bs, dst_os, dst_is, warp, warps);
+}
+
+}  // namespace gemmlab
+
+extern "C" __global__ void __launch_bounds__(256) gemmlab_copy(
+    const float* __restrict__ src0, float* __restrict__ dst0, int64 rows0, int64 cols0, int64 batch0,
+    int64 src_bs0, int64 src_rs0, int64 src_cs0, int64 dst_bs0, int64 dst_rs0, int64 dst_cs0,
+    const float* __restrict__ src1, float* __restrict__ dst1, int64 rows1, int64 cols1, int64 batch1,
+    int64 src_bs1, int64 src_rs1, int64 src_cs1, int64 dst_bs1, int64 dst_rs1, int64 dst_cs1, int64 blocks0) {
+    gemmlab::grid_dependency_wait();
+    const int64 wpb = blockDim.x / 32, w = threadIdx.x / 32;
+    if ((int64)blockIdx.x < blocks0)
+        gemmlab::copy_one(src0, dst0, rows0, cols0, batch0, src_bs0, src_rs0, src_cs0, dst_bs0, dst_rs0, dst_cs0,
+                          (int64)blockIdx.x * wpb + w, blocks0 * wpb);
+    else
+        gemmlab::copy_one(src1, dst1, rows1, cols1, batch1, src_bs1, src_rs1, src_cs1, dst_bs1, dst_rs1, dst_cs1,
+                          ((int64)blockIdx.x - blocks0) * wpb + w, ((int64)gridDim.x - blocks0) * wpb);
 }

@@ -22,6 +22,7 @@ extern "C" __global__ void __launch_bounds__(256) gemmlab_splitk_reduce(
     const float* __restrict__ ws, float* __restrict__ D, int64 M, int64 N, int64 splits, int64 ws_ld,
     int64 ws_ss, int64 ws_bs, int64 d_rs, int64 d_cs, int64 d_bs, int64 batch, float alpha, float beta,
     int lanes, const float* C, int64 c_rs, int64 c_cs, int64 c_bs) {
+    gemmlab::grid_dependency_wait();
     const int64 groups_n = (N + 3) / 4;
     const int64 per_batch = M * groups_n;
     const int64 total = per_batch * batch;

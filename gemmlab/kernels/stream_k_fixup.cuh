@@ -11,6 +11,7 @@
 extern "C" __global__ void __launch_bounds__(256) gemmlab_stream_k_fixup(
     const float* __restrict__ slots, float* __restrict__ D, int64 M, int64 N, int64 ldd, int64 k_tiles,
     int64 blocks, int bm, int bn, int group_m, float alpha, float beta, const float* C, int64 c_rs, int64 c_cs) {
+    gemmlab::grid_dependency_wait();
     const int64 tiles = ((M + bm - 1) / bm) * ((N + bn - 1) / bn);
     const int64 shared = gemmlab::stream_k_shared_tiles(tiles, blocks);
     const int64 total = shared * k_tiles;

@@ -15,6 +15,7 @@
 extern "C" __global__ void __launch_bounds__(256) gemmlab_split_tf32(
     const float* __restrict__ src, float* __restrict__ dst, int64 rows, int64 cols, int64 batch, int64 src_bs,
     int64 src_xs, int64 src_ks, int64 dst_bs, int64 ld, int64 lo_off, int x_unit) {
+    gemmlab::grid_dependency_wait();
     __shared__ float tile[32][33];
     const int64 tiles_x = (rows + 31) / 32, tiles_k = (cols + 31) / 32;
     const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;  // 32 x 8 threads
