@@ -42,9 +42,9 @@ from .tensor_core import tensor_core_choice
 # 2MNK over the bytes a repack copies (read + write). At 64, 777x555x333 (81 FLOP/B) was repacked
 # and ran 30.0 us against 23.2 without (each copy a kernel of its own then; heldout-probe.txt).
 # With both copies in one launch (2026-12-03, scripts/repack_probe.py, results/h200/logs/
-# repack-probe.txt), on the wide suite's unaligned shapes: 1001x999x1003 nn (125 FLOP/B) 71.9 ->
-# 68.0 us repacked; 513x1025x257 tt (85) 27.9 -> 26.4 and 333x555x777x8 tt (52) 105.5 -> 100.8,
-# both within 5%; 129x257x1025x16 tn (21) 87.6 -> 90.7. 100 takes the clear gain only.
+# repack-probe.txt), on the wide suite's unaligned shapes: 1001x999x1003 nn (125 FLOP/B) 72.8 ->
+# 68.5 us repacked; 513x1025x257 tt (85) 27.7 -> 26.8 and 333x555x777x8 tt (52) 104.9 -> 103.1,
+# both within 4%; 129x257x1025x16 tn (21) 88.5 -> 92.5. 100 takes the clear gain only.
 REPACK_MIN_FLOP_PER_BYTE = 100
 TRANSPOSE_B_MIN_M = 1024       # K-major B is transposed when M >= this: 2MNK / 8KN = M/4 FLOP per byte
 # A row-major A is transposed when N >= this. On the H200 s11 reads a column-major A (As[k][m])

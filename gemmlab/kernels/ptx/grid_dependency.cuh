@@ -13,8 +13,9 @@
 // a trigger at the start of the copy let the GEMM's blocks be placed on the SMs while the copy
 // still ran, unevenly, and tiles of 2-3 blocks per SM with less than a full wave ran up to 1.6x
 // slower (s11 64x64 after the repack copy at 777x555x333: 24.8 -> 40.7 us;
-// results/h200/logs/pdl-probe.txt). The implicit trigger, at each block's exit, keeps placement
-// as without PDL.
+// results/h200/logs/pdl-probe-early-trigger.txt). The implicit trigger, at each block's exit,
+// keeps the placement of a plain launch; the wait alone gained 0.6-3.1 us a call on every plan
+// measured (results/h200/logs/pdl-probe.txt).
 #pragma once
 
 namespace gemmlab {
