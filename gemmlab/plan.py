@@ -9,11 +9,13 @@ The call path is one design: **dispatch -> plan cache -> launch**.
   their launch geometry and prebuilt parameter buffers whose pointer and scalar entries are
   *slots*;
 - on a hit (and after a miss) :meth:`Plan.run` fills the slots with this call's pointers, alpha
-  and beta and enqueues each step with one ``cuLaunchKernel``.
+  and beta and enqueues each step with one ``cuLaunchKernel`` (the steps after the first with
+  ``cuLaunchKernelEx`` as programmatic dependents: :func:`dependent_launches`).
 
 A plan may hold several steps (a separate ``c`` is no step: the epilogue reads it where it
 lies): repack an operand into a workspace
-(an operand with no unit stride, or rows that are not 16-byte aligned, for the float4/TMA paths;
+(an operand with no unit stride, or rows that are not 16-byte aligned, for the float4/TMA paths,
+both strided copies in one launch;
 the K-major or hi/lo copies of the tensor-core stages: which copies and their layouts are
 gemmlab/problem.py's, the launches are here);
 the GEMM kernel itself; the split-K reduce (none where the stage adds the slices of a tile in a

@@ -585,6 +585,7 @@ class Emulator:
             (d / "prelude.h").write_text(_PRELUDE)
             (d / "ptx").mkdir(exist_ok=True)
             (d / "ptx" / "cp_async.cuh").write_text(_ASYNC)  # the emulated kernels/ptx/cp_async.cuh
+            shutil.copy(KERNEL_DIR / "ptx" / "grid_dependency.cuh", d / "ptx")  # real: empty off the GPU
             (d / "runtime.cpp").write_text(_RUNTIME)
             (d / "driver.cpp").write_text(f'#include "prelude.h"\n{src}\n#define EMU_KERNEL {name}\n{_DRIVER}')
             r = subprocess.run(["g++", "-std=c++17", "-O1", "-fno-strict-aliasing", "-w", "-I", str(d), "-o",

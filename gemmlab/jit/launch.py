@@ -210,29 +210,35 @@ def launch_raw(fn: int, ctx: int, grid, block: int, smem: int, stream: int, para
     if f is None or s is None:
         f, s = _objects(fn, stream)
     err = _cu_launch(f, grid[0], grid[1], grid[2], block, 1, 1, smem, s, params.address, 0)[0]
-    if err == _SUCCESS:
-        return
+    if err != _SUCCESS:
+        _retry_in_context(err, ctx, "cuLaunchKernel",
+                          lambda: _cu_launch(f, grid[0], grid[1], grid[2], block, 1, 1, smem, s, params.address, 0)[0])
+
+
+def _retry_in_context(err, ctx: int, what: str, again) -> None:
+    """A refused launch: if the calling thread's current context is not the kernel's ``ctx``,
+    make it current for one more try (``again()`` -> its error) and restore the caller's."""
     lib = _libcuda or libcuda()
     prev = ctypes.c_void_p()
     lib.cuCtxGetCurrent(ctypes.byref(prev))
     if (prev.value or 0) == ctx:
-        check_result(int(err), "cuLaunchKernel")
+        check_result(int(err), what)
     check_result(lib.cuCtxSetCurrent(ctypes.c_void_p(ctx)), "cuCtxSetCurrent")
     try:
-        err = _cu_launch(f, grid[0], grid[1], grid[2], block, 1, 1, smem, s, params.address, 0)[0]
+        err = again()
     finally:
         if prev.value:
             lib.cuCtxSetCurrent(prev)
-    check_result(int(err), "cuLaunchKernel")
+    check_result(int(err), what)
 
 
 class DependentLaunch:
     """One kernel's launch with the PROGRAMMATIC_STREAM_SERIALIZATION attribute (cuLaunchKernelEx):
-    the grid may start before the previous kernel in the stream has finished, once every block of
-    that kernel has let it (kernels/ptx/grid_dependency.cuh; the kernel itself waits for the
-    previous one's results before touching memory). Only for kernels compiled for sm_90 or later,
-    which all call grid_dependency_wait() first. The config object is built once and reused; only
-    its stream changes."""
+    the grid may be launched before the previous kernel in the stream has finished, as that
+    kernel's blocks exit (kernels/ptx/grid_dependency.cuh; the kernel itself waits for the previous
+    one's results before touching memory). Only for kernels compiled for sm_90 or later, which all
+    call grid_dependency_wait() first. The config object is built once and reused; only its stream
+    changes."""
 
     __slots__ = ("config", "stream", "attrs")
 
@@ -254,28 +260,13 @@ class DependentLaunch:
         """As :func:`launch_raw`, with the attribute."""
         if _cu_launch_ex is None:
             _bind_driver()
-        f = _fn_objects.get(fn)
-        s = _stream_objects.get(stream)
-        if f is None or s is None:
-            f, s = _objects(fn, stream)
+        f, s = _objects(fn, stream)
         if self.stream is not s:
             self.config.hStream = s
             self.stream = s
         err = _cu_launch_ex(self.config, f, params.address, 0)[0]
-        if err == _SUCCESS:
-            return
-        lib = _libcuda or libcuda()
-        prev = ctypes.c_void_p()
-        lib.cuCtxGetCurrent(ctypes.byref(prev))
-        if (prev.value or 0) == ctx:
-            check_result(int(err), "cuLaunchKernelEx")
-        check_result(lib.cuCtxSetCurrent(ctypes.c_void_p(ctx)), "cuCtxSetCurrent")
-        try:
-            err = _cu_launch_ex(self.config, f, params.address, 0)[0]
-        finally:
-            if prev.value:
-                lib.cuCtxSetCurrent(prev)
-        check_result(int(err), "cuLaunchKernelEx")
+        if err != _SUCCESS:
+            _retry_in_context(err, ctx, "cuLaunchKernelEx", lambda: _cu_launch_ex(self.config, f, params.address, 0)[0])
 
 
 _NUMPY_KINDS = {"uint64": "ptr", "int64": "i64", "float32": "f32", "int32": "i32"}

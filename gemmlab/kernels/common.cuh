@@ -128,7 +128,9 @@ __device__ __forceinline__ float load_b(const GemmArgs& args, int64 k, int64 col
 // starts and how far its grid stride reaches (batch, line and run); each further run is a carry
 // of additions. (Version 1, one element per thread per grid-stride step with two 64-bit divisions
 // each: 22% of the H200's DRAM bandwidth on a 3333x2222 repack, 38.7 us; version 2, the two
-// divisions per run: 40%, 20.6 us, its FMA pipe 32% busy: results/h200/logs/ncu-copy.txt.)
+// divisions per run: 40%, 20.6 us, its FMA pipe 32% busy: results/h200/logs/ncu-copy.txt; this
+// one: 3333x2222 and 2222x1111 in one launch 23.6 us where those two took 20.6 + 9.9, DRAM 52%,
+// FMA pipe 14.5%: ncu-copy-2.txt.)
 #define GEMMLAB_COPY_RUN 128
 namespace gemmlab {
 
