@@ -39,6 +39,7 @@ from .jit import launch as _launch
 from .jit.compiler import CompiledKernel
 from .jit.source import C_PARAMS, COMMON_PARAMS, generate
 from .problem import Copy, Problem, k_slices, round4
+from .stages import arch_number
 from .stages._stream_k import cut_tiles, shared_tiles
 from .stages.tensor_map import TensorMapArg, TensorMapDescriptor
 
@@ -240,16 +241,13 @@ class _Builder:
         else:
             share = max(1, min(cap - 1, round(cap * runs[0] / max(sum(runs), 1))))
             blocks = [max(1, min(-(-r // 8), c)) for r, c in zip(runs, (share, cap - share))]
-        kinds, values, ptrs = [], [], []
-        for i, j in enumerate(list(jobs) + [None] * (2 - len(jobs))):
-            if j is None:  # no second copy: batch 0
-                j = (None, None, 0, 0, 0, (0, 0, 0), (0, 0, 0))
-            src_ref, dst_ref, rows, cols, batch, s_src, s_dst = j
-            kinds += ["ptr", "ptr"] + ["i64"] * 9
+        none = (None, None, 0, 0, 0, (0, 0, 0), (0, 0, 0))  # no second copy: batch 0
+        kinds = (["ptr", "ptr"] + ["i64"] * 9) * 2 + ["i64"]
+        values, ptrs = [], []
+        for i, (src_ref, dst_ref, rows, cols, batch, s_src, s_dst) in enumerate([*jobs, none][:2]):
             values += [0, 0, rows, cols, batch, *s_src, *s_dst]
             if src_ref is not None:
                 ptrs += [(11 * i, *src_ref), (11 * i + 1, *dst_ref)]
-        kinds.append("i64")
         values.append(blocks[0])
         self.add(label, _COPY_SRC, "gemmlab_copy", self.arch, (sum(blocks), 1, 1), 256, 0, kinds, values, ptrs)
 
@@ -350,11 +348,6 @@ def pdl_enabled() -> bool:
     return _envmod.text(_envmod.raw(_PDL_KEY)) != "0"
 
 
-def _sm(arch: str) -> int:
-    digits = "".join(ch for ch in arch if ch.isdigit())
-    return int(digits) if digits else 0
-
-
 def dependent_launches(steps: list) -> None:
     """Every kernel after a plan's first, compiled for sm_90 or later (all gemmlab kernels wait for
     the previous grid's results first there), starts as a programmatic dependent launch: its
@@ -362,7 +355,7 @@ def dependent_launches(steps: list) -> None:
     if not pdl_enabled():
         return
     for st in steps[1:]:
-        if _sm(st.ck.arch) >= 90:
+        if arch_number(st.ck.arch) >= 90:
             st.dependent = _launch.DependentLaunch(st.grid, st.block, st.smem)
 
 

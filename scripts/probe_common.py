@@ -32,7 +32,7 @@ def compile_first(jobs, workers=16):
     def one(job):
         ops, stage, cfg = job
         try:
-            api.prepare(ops.a, ops.b, out=ops.out, stage=stage, config=cfg)
+            api.prepare(ops.a, ops.b, out=ops.out, stage=stage, config=cfg, batched=ops.batched)
         except Exception:  # noqa: BLE001
             pass
 

@@ -12,7 +12,7 @@ from gemmlab import api
 from gemmlab.bench.candidates import Operands
 from gemmlab.bench.timing import L2Flush
 from gemmlab.heuristics import choice
-from probe_common import event_timer
+from probe_common import compile_first, event_timer
 
 t = event_timer(target_seconds=0.1, max_seconds=1.0, min_reps=10, max_reps=300)
 SHAPES = [(777, 555, 333, "nn", 1), (777, 555, 333, "nt", 1), (777, 555, 333, "tt", 1), (513, 1025, 257, "tt", 1),
@@ -52,23 +52,13 @@ def run(ops, stage, cfg):
 
 
 def compile_all():
-    """Every plan's kernels compiled (and cached) first, 16 at a time: NVRTC runs outside the GIL."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    def one(job):
-        ops, stage, cfg = job
-        try:
-            api.prepare(ops.a, ops.b, out=ops.out, stage=stage, config=cfg, batched=ops.batched)
-        except Exception:  # noqa: BLE001  (reported by the timing loop)
-            pass
-
+    """Every plan's kernels compiled (and cached) first, at the shipped threshold and at 0."""
     small = [Operands.make(M, N, K, lay, 0, batch=batch) for M, N, K, lay, batch in SHAPES]
     for thr, jobs in [(threshold, [(o, "auto", None) for o in small] +
                        [(o, "s11", {**v, "repack": 1}) for o in small for v in TILES.values()]),
                       (0, [(o, "auto", None) for o in small])]:
         choice.REPACK_MIN_FLOP_PER_BYTE = thr
-        with ThreadPoolExecutor(16) as ex:
-            list(ex.map(one, jobs))
+        compile_first(jobs)
         api.clear_plan_cache()
     choice.REPACK_MIN_FLOP_PER_BYTE = threshold
 
