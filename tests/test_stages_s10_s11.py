@@ -53,7 +53,11 @@ def test_defaults_are_legal_and_fit():
     # s11: 8 consumer warps + a producer warpgroup (one warp issues, setmaxnreg moves the rest's registers)
     assert S11.threads(S11.config(WARPGROUP)) == 384
     assert S11.threads(S11.default_config) == 256
-    assert S10.smem_bytes(S10.default_config, {}) == 3 * (128 + 256) * 32 * 4
+    assert S10.smem_bytes(S10.default_config, {"vec": 1}) == 3 * (128 + 256) * 32 * 4
+    # transpose_in: the K-major operands' [k][x] tiles have rows of 4 more floats (no variant: both)
+    assert S10.smem_bytes(S10.default_config, {}) == 3 * (128 + 256 + 8) * 32 * 4
+    assert S10.smem_bytes(S10.default_config, {"vec": 0, "a_k_major": 1, "b_n_major": 1}) == 3 * (132 + 256) * 32 * 4
+    assert S10.smem_bytes(S10.config({"transpose_in": 0}), {"vec": 0, "a_k_major": 1, "b_n_major": 0}) == 3 * 384 * 32 * 4
     # s11: 1 KB alignment slack + 4 stages of 1 KB-aligned A and B boxes + 8 mbarriers
     assert S11.smem_bytes(S11.default_config, {}) == 1024 + 4 * (16384 + 32768) + 64
 
@@ -142,6 +146,21 @@ def test_fallback_keeps_the_tile_shape():
     _, s10_cfg = S11.fallback(cfg, dense(64, 64, 7))
     assert (s10_cfg["block_m"], s10_cfg["warp_m"], s10_cfg["block_k"]) == (64, 32, 16)
     assert s10_cfg["stages"] == S10.default_config["stages"]
+
+
+def test_fallback_halves_large_stages_of_multi_block_tiles():
+    # 64x128 at two blocks per SM: s10's block_k 32 / 3 stages would be 76 KB a block (padded
+    # transposed tiles); it gets block_k 16 / 4 stages, measured faster (s11_tma.s10_config_for)
+    wide = S11.config({"block_m": 64, "block_n": 128, "warp_m": 32, "warp_n": 64, "min_blocks": 2})
+    _, s10_cfg = S11.fallback(wide, dense(64, 64, 7))
+    assert (s10_cfg["block_m"], s10_cfg["block_n"], s10_cfg["block_k"], s10_cfg["stages"]) == (64, 128, 16, 4)
+    assert S10.smem_bytes(s10_cfg, {}) <= s11_tma.S10_STAGE_BYTES_MULTI_BLOCK < S10.smem_bytes(
+        {**s10_cfg, "block_k": 32, "stages": 3}, {})
+    # one block per SM, or small stages: the tile's own block_k and s10's stages
+    for over in ({"block_m": 64, "block_n": 128, "warp_m": 32, "warp_n": 64, "min_blocks": 1},
+                 {"block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32, "min_blocks": 3}):
+        _, s10_cfg = S11.fallback(S11.config(over), dense(64, 64, 7))
+        assert (s10_cfg["block_k"], s10_cfg["stages"]) == (32, S10.default_config["stages"]), over
 
 
 def test_no_tensor_map_support_means_s10(monkeypatch):
@@ -476,6 +495,16 @@ def test_smem_accesses_shapes_and_banks():
         for variant in spec.variants(cfg):
             acc = spec.smem_accesses(cfg, variant)
             tm, tn = spec.thread_tile(cfg)
+            # the fragments are read in the layout the copies wrote: s10's 4-byte copies turn K-major
+            # operands into [k][x] tiles (transpose_in), so the core then reads A M-major, B N-major
+            layout = S10.smem_layout(cfg, variant) if spec is S10 else variant
+            turned = bool(layout.get("a_t") or layout.get("b_t"))
+            assert turned == (spec is S10 and not variant["vec"] and (variant["a_k_major"] or not variant["b_n_major"]))
+            if turned:
+                assert not layout["a_k_major"] and layout["b_n_major"]
+                assert layout["a_ld"] == 128 + 4 * variant["a_k_major"]
+                assert layout["b_ld"] == 256 + 4 * (1 - variant["b_n_major"])
+            variant = layout
             # s11 reads a K-major B one k at a time in tt with 16 rows per thread (b_scalar's rule;
             # the default config's k_unroll 2 keeps LDS.128 in nt)
             b_scalar = spec is S11 and S11.b_scalar(cfg, variant)
@@ -504,6 +533,11 @@ def test_smem_accesses_shapes_and_banks():
                 assert len(acc["b_store"]) == 256 * 32 // unit // 256
                 for width, addrs in acc["a_store"] + acc["b_store"]:
                     assert width == 4 * unit
+                # the transposing copies write 32 different banks (8 k x 4 rows, padded rows)
+                for kind in ("a_store", "b_store"):
+                    if variant.get(kind[0] + "_t"):
+                        res = banks.analyse_kind(acc[kind])
+                        assert res["wavefronts"] == res["ideal"] == 1 and res["total_wavefronts"] == len(acc[kind]), (variant, kind, res)
     assert S10.smem_accesses(S10.default_config) == S10.smem_accesses(S10.default_config, S10.variants(S10.default_config)[0])
 
 
@@ -530,6 +564,39 @@ def test_gpu_other_configs(stage, config):
     for layout in ("nn", "tt"):
         r = check_stage(stage, 333, 270, 1000, layout, config=config)
         assert r.correct, (layout, r)
+
+
+S10_TILES = [{"block_m": 64, "block_n": 128, "warp_m": 32, "warp_n": 64, "stages": 3, "min_blocks": 2},
+             {"block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32, "stages": 3, "min_blocks": 3},
+             {"block_m": 32, "block_n": 64, "warp_m": 16, "warp_n": 32, "stages": 3, "min_blocks": 4},
+             {"block_m": 128, "block_n": 32, "warp_m": 32, "warp_n": 32, "stages": 3, "min_blocks": 2},
+             {"block_m": 128, "block_n": 128, "warp_m": 64, "warp_n": 64, "block_k": 16, "k_unroll": 1},
+             {}]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("transpose_in", [1, 0])
+@pytest.mark.parametrize("tile", range(len(S10_TILES)))
+def test_gpu_s10_transpose_in(transpose_in, tile):
+    """s10's 4-byte copies with K-major operands turned into [k][x] tiles (transpose_in=1) and
+    kept as they are (0): every layout, unaligned shapes with whole tiles inside (the copies'
+    fast path) and partial ones at every edge, batched, and operands with no unit stride."""
+    import torch
+
+    import gemmlab
+    from gemmlab.check import check_stage, compare
+
+    cfg = {**S10_TILES[tile], "transpose_in": transpose_in}
+    for layout in ("nn", "nt", "tn", "tt"):
+        for M, N, K, batch in ((333, 555, 777, None), (257, 301, 99, 3), (5, 7, 9, None)):
+            r = check_stage("s10", M, N, K, layout, config=cfg, batch=batch)
+            assert r.correct, (cfg, layout, M, N, K, batch, r)
+    # every other element of a wider array: no dimension of unit stride
+    a = (torch.randn(300, 2 * 201, device="cuda") * torch.rand(300, 402, device="cuda").exp2())[:, ::2]
+    b = torch.randn(2 * 201, 2 * 263, device="cuda")[::2, ::2]
+    for x, y in ((a, b), (b.t(), a.t())):
+        out = gemmlab.gemm(x, y, stage="s10", config=cfg)
+        assert compare(out, x.double() @ y.double(), x.shape[1]).correct, (cfg, x.stride(), y.stride())
 
 
 @pytest.mark.gpu

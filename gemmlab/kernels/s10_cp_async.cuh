@@ -5,10 +5,14 @@
 //     cp.async.wait_group(STAGES-2) + one __syncthreads per K tile;
 //   - edges are zero-filled by the copy itself (the src-size operand), not by branches;
 //   - 16-byte cp.async.cg where every row start is 16-byte aligned (VEC), 4-byte cp.async.ca else.
-// Each operand is kept in shared memory in its global layout (copies cannot transpose 16 bytes):
+// With 16-byte copies each operand is kept in shared memory in its global layout (a copy cannot
+// transpose 16 bytes):
 //   A K-major (row-major) -> As[m][k], XOR-swizzled (a_swizzle=1);  A M-major -> As[k][m];
 //   B N-major (row-major) -> Bs[k][n];  B K-major (transposed view) -> Bs[n][k], XOR-swizzled.
 // The swizzle of the [x][k] tiles is TMA's SWIZZLE_{32,64,128}B, so s11's boxes land the same way.
+// TRANSPOSE_IN with 4-byte copies: a K-major operand is written as As[k][m] / Bs[k][n] instead,
+// rows padded by 4 floats (copy/cp_async_tile.cuh, TransposingCopier), so the core always runs
+// the outer-product layout, whose fragments keep clear of register-bank conflicts.
 // WarpTileCore (mma/warp_tile.cuh: fragment loads, FFMAs, epilogue) is shared with s11, which
 // replaces only the copies; TileCopier (copy/cp_async_tile.cuh) is this stage's copy.
 #pragma once
@@ -19,11 +23,20 @@
 
 namespace gemmlab {
 
+// Pick<C, T, F>: T where C, else F (NVRTC has no <type_traits> without the CUDA headers).
+template <bool C, class T, class F> struct PickType { using type = T; };
+template <class T, class F> struct PickType<false, T, F> { using type = F; };
+template <bool C, class T, class F> using Pick = typename PickType<C, T, F>::type;
+
 template <int BLOCK_M_, int BLOCK_N_, int BLOCK_K_, int WARP_M_, int WARP_N_, int K_UNROLL_, bool A_SWIZZLE_,
-          int STAGES_, bool VEC_, bool A_K_MAJOR_, bool B_N_MAJOR_>
+          int STAGES_, bool VEC_, bool A_K_MAJOR_, bool B_N_MAJOR_, bool TRANSPOSE_IN_ = false>
 struct S10CpAsync {
-    using Core = WarpTileCore<BLOCK_M_, BLOCK_N_, BLOCK_K_, WARP_M_, WARP_N_, K_UNROLL_, A_SWIZZLE_, A_K_MAJOR_,
-                              B_N_MAJOR_>;
+    static constexpr bool T_IN = TRANSPOSE_IN_ && !VEC_;
+    static constexpr bool A_T = T_IN && A_K_MAJOR_;    // A K-major, copied into As[k][m]
+    static constexpr bool B_T = T_IN && !B_N_MAJOR_;   // B K-major, copied into Bs[k][n]
+    static_assert(!TRANSPOSE_IN_ || !VEC_, "transpose_in: only the 4-byte copies can transpose");
+    using Core = WarpTileCore<BLOCK_M_, BLOCK_N_, BLOCK_K_, WARP_M_, WARP_N_, K_UNROLL_, A_SWIZZLE_, A_K_MAJOR_ && !A_T,
+                              B_N_MAJOR_ || B_T, 0, false, A_T ? BLOCK_M_ + 4 : 0, B_T ? BLOCK_N_ + 4 : 0>;
     static constexpr int BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_, BLOCK_K = BLOCK_K_;
     static constexpr int STAGES = STAGES_;
     static constexpr int THREADS = Core::THREADS;
@@ -31,10 +44,13 @@ struct S10CpAsync {
     static constexpr int SMEM_BYTES = STAGES * (Core::A_TILE_FLOATS + Core::B_TILE_FLOATS) * 4;
 
     // A K-major: As[m][k] swizzled; M-major: As[k][m]. B N-major: Bs[k][n]; K-major: Bs[n][k] swizzled.
-    using CopyA = TileCopier<A_K_MAJOR_ ? BLOCK_M : BLOCK_K, A_K_MAJOR_ ? BLOCK_K : BLOCK_M, A_K_MAJOR_,
-                             Core::A_ROWS_SWIZZLED, VEC_, THREADS, Core>;
-    using CopyB = TileCopier<B_N_MAJOR_ ? BLOCK_K : BLOCK_N, B_N_MAJOR_ ? BLOCK_N : BLOCK_K, !B_N_MAJOR_,
-                             !B_N_MAJOR_, VEC_, THREADS, Core>;
+    // (TRANSPOSE_IN: a K-major operand's TransposingCopier takes the same (x, k) strides.)
+    using CopyA = Pick<A_T, TransposingCopier<BLOCK_M, BLOCK_K, Core::A_LD, THREADS>,
+                       TileCopier<A_K_MAJOR_ ? BLOCK_M : BLOCK_K, A_K_MAJOR_ ? BLOCK_K : BLOCK_M, A_K_MAJOR_,
+                                  Core::A_ROWS_SWIZZLED, VEC_, THREADS, Core>>;
+    using CopyB = Pick<B_T, TransposingCopier<BLOCK_N, BLOCK_K, Core::B_LD, THREADS>,
+                       TileCopier<B_N_MAJOR_ ? BLOCK_K : BLOCK_N, B_N_MAJOR_ ? BLOCK_N : BLOCK_K, !B_N_MAJOR_,
+                                  !B_N_MAJOR_, VEC_, THREADS, Core>>;
 
     static __device__ __forceinline__ void run(const GemmArgs& args, int64 row0, int64 col0, unsigned char* smem) {
         float* a_tiles = reinterpret_cast<float*>(smem);

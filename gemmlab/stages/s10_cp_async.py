@@ -58,6 +58,8 @@ class CpAsync(StageSpec):
             out.append(f"a_swizzle={cfg['a_swizzle']} must be 0 or 1")
         if cfg.get("group_m", 1) < 1:
             out.append("group_m must be >= 1")
+        if cfg.get("transpose_in", 0) not in (0, 1):
+            out.append(f"transpose_in={cfg['transpose_in']} must be 0 or 1")
         if not out:
             smem = self.smem_bytes(cfg, {}) + RESERVED_SMEM
             if smem > SMEM_LIMIT:
@@ -85,12 +87,38 @@ class CpAsync(StageSpec):
                     if units % t or (t % per_row and per_row % t):
                         out.append(f"{name} tile copy ({units} copies of {4 * unit} B, {per_row} per row) "
                                    f"does not split evenly over {t} threads")
+        if cfg.get("transpose_in", 0):  # TransposingCopier: 8 k x 4 x per warp
+            t8 = t // 8
+            for name, x in (("A", bm), ("B", bn)):
+                if bk % 8 or (x * bk) % t or (x % t8 and t8 % x):
+                    out.append(f"transpose_in: the {name} tile copy ({x} x {bk}, 8 k x {t8} rows per pass of "
+                               f"{t} threads) does not split evenly; use block_k 16 or 32 or transpose_in=0")
         return sorted(set(out))
+
+    @staticmethod
+    def transposed_in(cfg, variant) -> tuple[bool, bool]:
+        """S10CpAsync::A_T / B_T: whether A / B (K-major, 4-byte copies, ``transpose_in``) land as
+        [k][x] tiles. With no variant (the constraints: one size per config) both count."""
+        if not cfg.get("transpose_in", 0) or variant.get("vec", 0):
+            return False, False
+        return bool(variant.get("a_k_major", 1)), not variant.get("b_n_major", 0)
+
+    @staticmethod
+    def smem_layout(cfg, variant) -> dict:
+        """The layout the core reads: the variant's majorness, with ``a_ld``/``b_ld`` the row strides
+        of [k][x] tiles (the K-major operands that ``transpose_in`` turns around: padded by 4)."""
+        a_t, b_t = CpAsync.transposed_in(cfg, variant)
+        return {**variant, "a_k_major": 0 if a_t else variant.get("a_k_major", 1),
+                "b_n_major": 1 if b_t else variant.get("b_n_major", 1),
+                "a_ld": cfg["block_m"] + (4 if a_t else 0), "b_ld": cfg["block_n"] + (4 if b_t else 0),
+                "a_t": a_t, "b_t": b_t}
 
     max_stages = 8
 
     def smem_bytes(self, cfg, variant):
-        return cfg["stages"] * (cfg["block_m"] + cfg["block_n"]) * cfg["block_k"] * 4
+        a_t, b_t = self.transposed_in(cfg, variant)
+        pad = 4 * (int(a_t) + int(b_t))  # floats per k row of the padded [k][x] tiles
+        return cfg["stages"] * (cfg["block_m"] + cfg["block_n"] + pad) * cfg["block_k"] * 4
 
     # ---- instantiation -------------------------------------------------------------------
     def variants(self, cfg):
@@ -106,7 +134,7 @@ class CpAsync(StageSpec):
         b = lambda x: "true" if x else "false"  # noqa: E731
         return (f"gemmlab::S10CpAsync<{cfg['block_m']}, {cfg['block_n']}, {cfg['block_k']}, {cfg['warp_m']}, "
                 f"{cfg['warp_n']}, {cfg['k_unroll']}, {b(cfg['a_swizzle'])}, {cfg['stages']}, {b(variant['vec'])}, {b(variant['a_k_major'])}, "
-                f"{b(variant['b_n_major'])}>")
+                f"{b(variant['b_n_major'])}, {b(cfg['transpose_in'] and not variant['vec'])}>")
 
     # ---- shared-memory addressing for the bank model ---------------------------------------
     def smem_accesses(self, cfg, variant=None):
@@ -114,7 +142,8 @@ class CpAsync(StageSpec):
         LDS.128 covers 4 k of a [x][k] row, or one k of 4 rows/columns of a [k][x] tile), for the
         variant given (default: the first, A and B row-major). Stores: the LDGSTS of one K tile."""
         variant = variant or self.variants(cfg)[0]
-        return {**fragment_loads(cfg, variant), **copy_stores(cfg, variant, self.threads(cfg))}
+        layout = self.smem_layout(cfg, variant)
+        return {**fragment_loads(cfg, layout), **copy_stores(cfg, layout, self.threads(cfg))}
 
 
 def swizzle_chunk(block_k: int, x: int, c: int) -> int:
@@ -148,6 +177,7 @@ def fragment_loads(cfg, variant, b_scalar=False) -> dict:
     """(bytes per lane, byte addresses within a stage's A or B tile) of warp 0's fragment loads
     for k group 0: LDS.128, or with ``b_scalar`` a K-major B one k at a time (s11's LDS.32)."""
     bm, bn, bk = cfg["block_m"], cfg["block_n"], cfg["block_k"]
+    a_ld, b_ld = variant.get("a_ld", bm), variant.get("b_ld", bn)  # [k][x] row strides (smem_layout)
     tm, tn = cfg["warp_m"] // LANES_M, cfg["warp_n"] // LANES_N
     g = 0
     a_insns, b_insns = [], []
@@ -155,7 +185,7 @@ def fragment_loads(cfg, variant, b_scalar=False) -> dict:
     if variant["b_n_major"]:
         for kk in range(4):
             for jq in range(tn // 4):
-                b_insns.append((16, [4 * ((4 * g + kk) * bn + nb + jq * LANES_N * 4) for _, nb in bases]))
+                b_insns.append((16, [4 * ((4 * g + kk) * b_ld + nb + jq * LANES_N * 4) for _, nb in bases]))
     else:
         for j in range(tn):
             col = [4 * ((nb + j * LANES_N) * bk + swizzle_chunk(bk, nb, g) * 4) for _, nb in bases]
@@ -171,19 +201,44 @@ def fragment_loads(cfg, variant, b_scalar=False) -> dict:
     else:
         for kk in range(4):
             for iq in range(tm // 4):
-                a_insns.append((16, [4 * ((4 * g + kk) * bm + mb + iq * LANES_M * 4) for mb, _ in bases]))
+                a_insns.append((16, [4 * ((4 * g + kk) * a_ld + mb + iq * LANES_M * 4) for mb, _ in bases]))
     return {"a_load": a_insns, "b_load": b_insns}
 
 
+def transposing_stores(x: int, bk: int, ld: int, threads: int) -> list:
+    """TransposingCopier: warp 0's 4-byte copies of one K tile into a [k][x] tile of row stride ld
+    (lane l, iteration i: k = l mod 8 + 8 (i mod bk/8), x = l div 8 + (threads/8)(i div bk/8) where
+    threads/8 divides x, else k = l mod 8 + 8 (l div 8 div x) + threads/x i, x = (l div 8) mod x)."""
+    t8, octets = threads // 8, bk // 8
+    insns = []
+    for it in range(x * bk // threads):
+        addrs = []
+        for lane in range(32):
+            if x % t8 == 0:
+                k, row = lane % 8 + 8 * (it % octets), lane // 8 + t8 * (it // octets)
+            else:
+                k, row = lane % 8 + 8 * ((lane // 8) // x) + 8 * (t8 // x) * it, (lane // 8) % x
+            addrs.append(4 * (k * ld + row))
+        insns.append((4, addrs))
+    return insns
+
+
 def copy_stores(cfg, variant, threads) -> dict:
-    """Shared-memory byte addresses written by warp 0's cp.async instructions for one K tile."""
+    """Shared-memory byte addresses written by warp 0's cp.async instructions for one K tile
+    (``variant``: the layout the core reads, CpAsync.smem_layout)."""
     bm, bn, bk = cfg["block_m"], cfg["block_n"], cfg["block_k"]
     unit = 4 if variant.get("vec", 1) else 1
     out = {}
+    if variant.get("a_t"):
+        out["a_store"] = transposing_stores(bm, bk, variant["a_ld"], threads)
+    if variant.get("b_t"):
+        out["b_store"] = transposing_stores(bn, bk, variant["b_ld"], threads)
     for kind, (outer, inner, swizzle) in (
         ("a_store", (bm, bk, a_rows_swizzled(cfg, variant)) if variant["a_k_major"] else (bk, bm, False)),
         ("b_store", (bk, bn, False) if variant["b_n_major"] else (bn, bk, True)),
     ):
+        if kind in out:
+            continue
         per_row = inner // unit
         units = outer * per_row
         insns = []
@@ -218,6 +273,9 @@ STAGE = CpAsync(
         Param("stages", 3, "shared-memory buffers in the cp.async pipeline"),
         Param("group_m", 8, "tile rows per L2 group in the block order"),
         Param("min_blocks", 1, "blocks per SM that __launch_bounds__ asks registers for (small tiles: 2-4)"),
+        Param("transpose_in", 1, "1: with 4-byte copies (rows not 16-byte aligned) a K-major operand is copied into "
+              "a [k][x] tile (rows padded by 4 floats), so the core reads the outer-product layout; 0: kept as [x][k]",
+              named_at_default=False),
     ),
     sass=("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDS.128", "FFMA"),
     sass_scalar=("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDS.128", "FFMA"),

@@ -246,13 +246,29 @@ class Tma(CpAsync):
         return {**fragment_loads(cfg, variant, b_scalar=self.b_scalar(cfg, variant)), "a_store": [], "b_store": []}
 
 
+# s10 stages of more than this many bytes a block, at two or more blocks per SM, go to block_k 16
+# with 4 stages (half the bytes a stage, as many k in flight): with its K-major operands turned
+# around by 4-byte copies (transpose_in), 64x128 at block_k 32 / 3 stages (76 KB a block) ran
+# 333x555x777x8 tt in 110.9 us, at block_k 16 / 4 stages 100.8, 257x4001x999 nt 137.1 -> 129.7,
+# 777x555x333 tt 33.1 -> 30.9, 601x901x301 nn 29.9 -> 28.9, 255x255x255x32 nt 51.6 -> 47.0
+# (results/h200/logs/s10-tile-probe.txt).
+S10_STAGE_BYTES_MULTI_BLOCK = 64 * 1024
+
+
 def s10_config_for(cfg) -> dict:
-    """s10 at the same tile shape where legal for it, else s10's defaults."""
+    """s10 at the same tile shape where legal for it, else s10's defaults (block_k 16 and 4 stages
+    for tiles of several blocks per SM whose s10 stages would be large)."""
     same = {k: cfg[k] for k in S10.default_config if k in cfg and k != "stages"}
     try:
-        return S10.config(same)
+        out = S10.config(same)
     except ConfigError:
         return S10.default_config
+    if out["min_blocks"] >= 2 and out["block_k"] == 32 and S10.smem_bytes(out, {}) > S10_STAGE_BYTES_MULTI_BLOCK:
+        try:
+            return S10.config({**same, "block_k": 16, "stages": 4})
+        except ConfigError:
+            pass
+    return out
 
 
 STAGE = Tma(

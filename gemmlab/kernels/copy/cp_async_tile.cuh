@@ -1,5 +1,6 @@
 // gemmlab/kernels/copy/cp_async_tile.cuh — one operand tile, global -> shared with cp.async
-// (s10): coalesced along the unit-stride dimension, edges zero-filled by the copy's src-size.
+// (s10): coalesced along the unit-stride dimension, edges zero-filled by the copy's src-size;
+// with 4-byte copies a K-major operand may also be turned into [k][x] on the way (TransposingCopier).
 #pragma once
 #include "common.cuh"
 #include "ptx/cp_async.cuh"
@@ -52,10 +53,23 @@ struct TileCopier {
     // Copy the current K tile into the tile at shared address `tile`, then step to the next.
     // k_left = K - k0 (> 0), fixed_left = rows (M) or columns (N) left from the block's origin;
     // both are clamped to 2^30 by the caller, so the edge tests are 32-bit.
+    // A tile wholly inside the operand (every block's tiles but those at the M/N/K edges) skips
+    // the per-copy bounds tests and source selects.
     __device__ __forceinline__ void copy_and_advance(unsigned tile, int k_left, int fixed_left,
                                                      const float* any_valid) {
         const int outer_left = INNER_IS_K ? fixed_left : k_left;
         const int inner_left = INNER_IS_K ? k_left : fixed_left;
+        if (outer_left >= OUTER && inner_left >= INNER) {
+            copy<false>(tile, outer_left, inner_left, any_valid);
+        } else {
+            copy<true>(tile, outer_left, inner_left, any_valid);
+        }
+        src += tile_step;
+    }
+
+  private:
+    template <bool EDGE>
+    __device__ __forceinline__ void copy(unsigned tile, int outer_left, int inner_left, const float* any_valid) const {
         const float* row = src;  // walked with adds: no per-iteration 64-bit products to keep live
 #pragma unroll
         for (int it = 0; it < ITERS; ++it) {
@@ -67,11 +81,14 @@ struct TileCopier {
             } else {
                 dst_float = outer * INNER + inner;
             }
-            int count = inner_left - inner;
-            count = count < 0 ? 0 : (count > UNIT ? UNIT : count);
-            if (outer >= outer_left) count = 0;
+            int count = UNIT;
+            if constexpr (EDGE) {
+                count = inner_left - inner;
+                count = count < 0 ? 0 : (count > UNIT ? UNIT : count);
+                if (outer >= outer_left) count = 0;
+            }
             const float* from = ROWS_PER_ITER ? row : row + (it % ITERS_PER_ROW) * inner_jump;
-            from = count > 0 ? from : any_valid;  // a zero-byte copy reads nothing, but keep it in bounds
+            if constexpr (EDGE) from = count > 0 ? from : any_valid;  // a zero-byte copy reads nothing; keep it in bounds
             if constexpr (VEC) {
                 async::copy_16(tile + 4u * dst_float, from, count * 4);
             } else {
@@ -79,7 +96,83 @@ struct TileCopier {
             }
             if (ROWS_PER_ITER || (it + 1) % ITERS_PER_ROW == 0) row += row_jump;
         }
+    }
+};
+
+// Copies a K-major operand tile (X rows of M or N, each K-contiguous in memory or of any stride)
+// into a [BLOCK_K][LD] tile in shared memory, one 4-byte cp.async per element: a 4-byte copy
+// lands anywhere, so the copy transposes, and the core reads the operand as [k][x] (s10's
+// `transpose_in`: the outer-product layout, whatever the operand's global layout). A warp takes
+// 8 consecutive k of 4 consecutive x: it reads 4 runs of 32 bytes (whole sectors) and, with LD =
+// X + 4 (LD mod 32 = 4 for the X the tiles use), writes bank (4k + x) mod 32, all 32 different.
+// A thread's consecutive copies walk K first (the next 8 k of the same rows), so the 4 requests
+// that share a 128-byte line leave one after another and L1 serves them from one fill; walking
+// the rows first spread them over the whole tile, and with most of the SM's memory given to
+// shared memory the lines were evicted in between (64x128 x3 blocks: 1.25x slower than [x][k]).
+// The destination of iteration `it` is the thread's first plus a constant (no swizzle), the source
+// a pointer walked with adds; a tile wholly inside the operand skips the bounds tests.
+template <int X, int BLOCK_K, int LD, int THREADS>
+struct TransposingCopier {
+    static constexpr int T8 = THREADS / 8;  // x rows one pass of the threads covers
+    static constexpr int UNITS = X * BLOCK_K;
+    static constexpr int ITERS = UNITS / THREADS;
+    static constexpr int OCTETS = BLOCK_K / 8;
+    static_assert(BLOCK_K % 8 == 0 && THREADS % 32 == 0, "transpose_in: k in groups of 8, whole warps");
+    static_assert(UNITS % THREADS == 0 && (X % T8 == 0 || T8 % X == 0),
+                  "transpose_in: the tile copy must split evenly over the threads");
+    static_assert(LD >= X && LD % 4 == 0, "transpose_in: rows of the [k][x] tile hold X and stay 16-byte aligned");
+    // X % T8 == 0: iterations take the OCTETS k-octets of T8 rows, then the next T8 rows; else
+    // (more threads than 8 x X) each iteration covers Q k-octets of all X rows.
+    static constexpr bool ROWS_OUTER = X % T8 == 0;
+    static constexpr int Q = ROWS_OUTER ? 0 : T8 / X;
+    static __device__ __forceinline__ constexpr int x_step(int it) { return ROWS_OUTER ? (it / OCTETS) * T8 : 0; }
+    static __device__ __forceinline__ constexpr int k_step(int it) {
+        return ROWS_OUTER ? 8 * (it % OCTETS) : 8 * Q * it;
+    }
+
+    const float* src;  // this thread's element of iteration 0, in the current K tile
+    int64 k_jump;      // to the next k-octet(s) of the same rows
+    int64 wrap;        // from the last k-octet of T8 rows to the first of the next T8 (ROWS_OUTER)
+    int64 tile_step;   // elements per K tile
+    int x0, k0;
+
+    // origin: global address of the block's tile (x 0) at k = 0; strides in elements.
+    __device__ __forceinline__ TransposingCopier(const float* origin, int64 x_stride, int64 k_stride) {
+        const int t = static_cast<int>(threadIdx.x);
+        x0 = ROWS_OUTER ? t / 8 : (t / 8) % X;
+        k0 = t % 8 + (ROWS_OUTER ? 0 : 8 * ((t / 8) / X));
+        src = origin + x0 * x_stride + k0 * k_stride;
+        k_jump = (ROWS_OUTER ? 8 : 8 * Q) * k_stride;
+        wrap = ROWS_OUTER ? T8 * x_stride - (OCTETS - 1) * 8 * k_stride : 0;
+        tile_step = BLOCK_K * k_stride;
+    }
+
+    // Same contract as TileCopier::copy_and_advance (fixed_left: rows of M or N left, x_left here).
+    __device__ __forceinline__ void copy_and_advance(unsigned tile, int k_left, int x_left, const float* any_valid) {
+        if (x_left >= X && k_left >= BLOCK_K) {
+            copy<false>(tile, k_left, x_left, any_valid);
+        } else {
+            copy<true>(tile, k_left, x_left, any_valid);
+        }
         src += tile_step;
+    }
+
+  private:
+    template <bool EDGE>
+    __device__ __forceinline__ void copy(unsigned tile, int k_left, int x_left, const float* any_valid) const {
+        const unsigned dst0 = tile + 4u * static_cast<unsigned>(k0 * LD + x0);
+        const float* from = src;
+#pragma unroll
+        for (int it = 0; it < ITERS; ++it) {
+            const unsigned dst = dst0 + 4u * static_cast<unsigned>(k_step(it) * LD + x_step(it));
+            if constexpr (EDGE) {
+                const bool in = x0 + x_step(it) < x_left && k0 + k_step(it) < k_left;
+                async::copy_4(dst, in ? from : any_valid, in ? 4 : 0);
+            } else {
+                async::copy_4(dst, from, 4);
+            }
+            from += (ROWS_OUTER && (it + 1) % OCTETS == 0) ? wrap : k_jump;
+        }
     }
 };
 

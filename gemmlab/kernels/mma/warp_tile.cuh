@@ -31,8 +31,11 @@ namespace gemmlab {
 // one k sits in the same one of Hopper's 2 register banks, so whichever operand is read from the
 // register file meets each accumulator in its own bank in 2 of its 4 k: half the FFMAs lose an
 // issue slot to a bank conflict (`gemmlab sass`, issue model; docs/stages/s10-s11.md).
+//
+// A_LD / B_LD (0: BLOCK_M / BLOCK_N): the row stride in floats of a [k][m] / [k][n] tile. s10's
+// transposing 4-byte copies pad the rows they write by 4 floats (copy/cp_async_tile.cuh).
 template <int BLOCK_M, int BLOCK_N, int BLOCK_K, int WARP_M, int WARP_N, int K_UNROLL, bool A_SWIZZLE,
-          bool A_K_MAJOR, bool B_N_MAJOR, int FFMA_ROTATE = 0, bool B_SCALAR = false>
+          bool A_K_MAJOR, bool B_N_MAJOR, int FFMA_ROTATE = 0, bool B_SCALAR = false, int A_LD_ = 0, int B_LD_ = 0>
 struct WarpTileCore {
     // As[m][k] swizzled, with single rows 4 apart (else plain, with groups of 4 rows): a config choice.
     static constexpr bool A_ROWS_SWIZZLED = A_K_MAJOR && A_SWIZZLE;
@@ -41,8 +44,10 @@ struct WarpTileCore {
     static constexpr int THREAD_M = WARP_M / LANES_M, THREAD_N = WARP_N / LANES_N;
     static constexpr int WARPS_M = BLOCK_M / WARP_M, WARPS_N = BLOCK_N / WARP_N;
     static constexpr int THREADS = WARPS_M * WARPS_N * 32;
-    static constexpr int A_TILE_FLOATS = BLOCK_M * BLOCK_K;
-    static constexpr int B_TILE_FLOATS = BLOCK_K * BLOCK_N;
+    static constexpr int A_LD = A_LD_ ? A_LD_ : BLOCK_M;  // [k][m] rows (A M-major)
+    static constexpr int B_LD = B_LD_ ? B_LD_ : BLOCK_N;  // [k][n] rows (B N-major)
+    static constexpr int A_TILE_FLOATS = A_K_MAJOR ? BLOCK_M * BLOCK_K : BLOCK_K * A_LD;
+    static constexpr int B_TILE_FLOATS = B_N_MAJOR ? BLOCK_K * B_LD : BLOCK_N * BLOCK_K;
     static constexpr int K_ROW_BYTES = BLOCK_K * 4;  // one row of a [x][k] tile
     static constexpr int K_CHUNKS = BLOCK_K / 4;     // its 16-byte chunks
     static constexpr int K_GROUPS = BLOCK_K / 4;
@@ -57,6 +62,8 @@ struct WarpTileCore {
     static_assert(K_UNROLL >= 1 && K_GROUPS % K_UNROLL == 0, "k_unroll must divide block_k/4");
     static_assert(FFMA_ROTATE == 0 || FFMA_ROTATE == 1, "ffma_rotate must be 0 or 1");
     static_assert(!B_SCALAR || !B_N_MAJOR, "b_scalar: B's fragments one k at a time only where B is K-major");
+    static_assert(A_LD >= BLOCK_M && A_LD % 4 == 0 && B_LD >= BLOCK_N && B_LD % 4 == 0,
+                  "a [k][x] tile's rows hold the tile's x and stay 16-byte aligned");
 
     // Column j of the jj-th FFMA in a run whose A value is component c of its quad (FFMA_ROTATE).
     static __device__ __forceinline__ int run_column(int c, int jj) {
@@ -107,7 +114,7 @@ struct WarpTileCore {
 #pragma unroll
                     for (int jq = 0; jq < THREAD_N / 4; ++jq) {
                         const float4 v = *reinterpret_cast<const float4*>(
-                            b_tile + (4 * g + kk) * BLOCK_N + n_base + jq * (LANES_N * 4));
+                            b_tile + (4 * g + kk) * B_LD + n_base + jq * (LANES_N * 4));
                         b[kk][4 * jq + 0] = v.x;
                         b[kk][4 * jq + 1] = v.y;
                         b[kk][4 * jq + 2] = v.z;
@@ -157,7 +164,7 @@ struct WarpTileCore {
 #pragma unroll
                     for (int iq = 0; iq < THREAD_M / 4; ++iq) {
                         const float4 v = *reinterpret_cast<const float4*>(
-                            a_tile + (4 * g + kk) * BLOCK_M + m_base + iq * (LANES_M * 4));
+                            a_tile + (4 * g + kk) * A_LD + m_base + iq * (LANES_M * 4));
                         a[4 * iq + 0] = v.x;
                         a[4 * iq + 1] = v.y;
                         a[4 * iq + 2] = v.z;
