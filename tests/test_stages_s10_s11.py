@@ -500,9 +500,10 @@ def test_smem_accesses_shapes_and_banks():
             layout = S10.smem_layout(cfg, variant) if spec is S10 else variant
             turned = bool(layout.get("a_t") or layout.get("b_t"))
             assert turned == (spec is S10 and not variant["vec"] and (variant["a_k_major"] or not variant["b_n_major"]))
-            if turned:
-                assert not layout["a_k_major"] and layout["b_n_major"]
-                assert layout["a_ld"] == 128 + 4 * variant["a_k_major"]
+            if turned:  # B K-major turned; A K-major turned where B is N-major (nn), not in nt
+                nt = variant["a_k_major"] and not variant["b_n_major"]
+                assert layout["a_k_major"] == nt and layout["b_n_major"]
+                assert layout["a_ld"] == 128 + 4 * (variant["a_k_major"] and not nt)
                 assert layout["b_ld"] == 256 + 4 * (1 - variant["b_n_major"])
             variant = layout
             # s11 reads a K-major B one k at a time in tt with 16 rows per thread (b_scalar's rule;
