@@ -499,12 +499,12 @@ def test_smem_accesses_shapes_and_banks():
             # operands into [k][x] tiles (transpose_in), so the core then reads A M-major, B N-major
             layout = S10.smem_layout(cfg, variant) if spec is S10 else variant
             turned = bool(layout.get("a_t") or layout.get("b_t"))
-            assert turned == (spec is S10 and not variant["vec"] and (variant["a_k_major"] or not variant["b_n_major"]))
-            if turned:  # B K-major turned; A K-major turned where B is N-major (nn), not in nt
-                nt = variant["a_k_major"] and not variant["b_n_major"]
-                assert layout["a_k_major"] == nt and layout["b_n_major"]
-                assert layout["a_ld"] == 128 + 4 * (variant["a_k_major"] and not nt)
-                assert layout["b_ld"] == 256 + 4 * (1 - variant["b_n_major"])
+            nn = variant["a_k_major"] and variant["b_n_major"]
+            tt = not variant["a_k_major"] and not variant["b_n_major"]
+            assert turned == (spec is S10 and not variant["vec"] and (nn or tt))  # nt keeps both
+            if turned:  # nn: A into [k][m]; tt: B into [k][n]; the core then reads A M-major, B N-major
+                assert not layout["a_k_major"] and layout["b_n_major"]
+                assert (layout["a_ld"], layout["b_ld"]) == ((132, 256) if nn else (128, 260))
             variant = layout
             # s11 reads a K-major B one k at a time in tt with 16 rows per thread (b_scalar's rule;
             # the default config's k_unroll 2 keeps LDS.128 in nt)

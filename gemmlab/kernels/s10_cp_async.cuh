@@ -10,10 +10,10 @@
 //   A K-major (row-major) -> As[m][k], XOR-swizzled (a_swizzle=1);  A M-major -> As[k][m];
 //   B N-major (row-major) -> Bs[k][n];  B K-major (transposed view) -> Bs[n][k], XOR-swizzled.
 // The swizzle of the [x][k] tiles is TMA's SWIZZLE_{32,64,128}B, so s11's boxes land the same way.
-// TRANSPOSE_IN with 4-byte copies: a K-major B is written as Bs[k][n] instead, and a K-major A as
-// As[k][m] where B is N-major, rows padded by 4 floats (copy/cp_async_tile.cuh,
-// TransposingCopier), so the core reads B N-major, whose fragments keep clear of register-bank
-// conflicts, and in nn the outer-product layout.
+// TRANSPOSE_IN with 4-byte copies: in nn a K-major A is written as As[k][m] instead, in tt a
+// K-major B as Bs[k][n], rows padded by 4 floats (copy/cp_async_tile.cuh, TransposingCopier), so
+// the core runs the outer-product layout (A M-major, B N-major), whose fragments keep clear of
+// register-bank conflicts; nt keeps both as they are.
 // WarpTileCore (mma/warp_tile.cuh: fragment loads, FFMAs, epilogue) is shared with s11, which
 // replaces only the copies; TileCopier (copy/cp_async_tile.cuh) is this stage's copy.
 #pragma once
@@ -33,11 +33,12 @@ template <int BLOCK_M_, int BLOCK_N_, int BLOCK_K_, int WARP_M_, int WARP_N_, in
           int STAGES_, bool VEC_, bool A_K_MAJOR_, bool B_N_MAJOR_, bool TRANSPOSE_IN_ = false>
 struct S10CpAsync {
     static constexpr bool T_IN = TRANSPOSE_IN_ && !VEC_;
-    // B K-major is copied into Bs[k][n]; A K-major into As[k][m] only where B is N-major (nn): in
-    // nt, turning both around made every copy a transposing one, and 64x128 x2 tiles ran slower
-    // than with neither, while As[m][k] with an N-major B keeps the core clear of bank conflicts.
+    // One operand at most: A K-major with B N-major (nn) into As[k][m], B K-major with A M-major
+    // (tt) into Bs[k][n]. In nt neither: turning both around made every copy a transposing one and
+    // 64x128 x2 ran slower than with neither (257x4001x999 nt 119 against 104 us), turning B alone
+    // was slower still at 64x64 (docs/stages/s10-s11.md).
     static constexpr bool A_T = T_IN && A_K_MAJOR_ && B_N_MAJOR_;
-    static constexpr bool B_T = T_IN && !B_N_MAJOR_;
+    static constexpr bool B_T = T_IN && !B_N_MAJOR_ && !A_K_MAJOR_;
     static_assert(!TRANSPOSE_IN_ || !VEC_, "transpose_in: only the 4-byte copies can transpose");
     using Core = WarpTileCore<BLOCK_M_, BLOCK_N_, BLOCK_K_, WARP_M_, WARP_N_, K_UNROLL_, A_SWIZZLE_, A_K_MAJOR_ && !A_T,
                               B_N_MAJOR_ || B_T, 0, false, A_T ? BLOCK_M_ + 4 : 0, B_T ? BLOCK_N_ + 4 : 0>;

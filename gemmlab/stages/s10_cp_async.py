@@ -98,13 +98,14 @@ class CpAsync(StageSpec):
     @staticmethod
     def transposed_in(cfg, variant) -> tuple[bool, bool]:
         """S10CpAsync::A_T / B_T: whether A / B (4-byte copies, ``transpose_in``) land as [k][x]
-        tiles: B where it is K-major, A where it is K-major and B is not. With no variant (the
+        tiles: A in nn, B in tt (one operand at most; nt keeps both). With no variant (the
         constraints: one size per config) both count."""
         if not cfg.get("transpose_in", 0) or variant.get("vec", 0):
             return False, False
-        b_t = not variant.get("b_n_major", 0)
-        a_t = bool(variant.get("a_k_major", 1)) and (not b_t or not variant)  # A only where B is N-major
-        return a_t, b_t
+        if not variant:
+            return True, True
+        a_k, b_n = bool(variant.get("a_k_major", 1)), bool(variant.get("b_n_major", 1))
+        return a_k and b_n, not a_k and not b_n  # nn: A, tt: B, nt: neither
 
     @staticmethod
     def smem_layout(cfg, variant) -> dict:
@@ -276,8 +277,9 @@ STAGE = CpAsync(
         Param("stages", 3, "shared-memory buffers in the cp.async pipeline"),
         Param("group_m", 8, "tile rows per L2 group in the block order"),
         Param("min_blocks", 1, "blocks per SM that __launch_bounds__ asks registers for (small tiles: 2-4)"),
-        Param("transpose_in", 1, "1: with 4-byte copies (rows not 16-byte aligned) a K-major B is copied into a [k][n] "
-              "tile, and a K-major A into [k][m] where B is N-major (rows padded by 4 floats); 0: kept as [x][k]",
+        Param("transpose_in", 1, "1: with 4-byte copies (rows not 16-byte aligned) the K-major operand of nn (A) or tt "
+              "(B) is copied into a [k][x] tile (rows padded by 4 floats), so the core reads A M-major and B N-major; "
+              "0: kept as [x][k] (nt always)",
               named_at_default=False),
     ),
     sass=("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDS.128", "FFMA"),
