@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import ConfigError
 from . import tensor_map
 from .base import Param, Problem
-from .s10_cp_async import RESERVED_SMEM, SMEM_PER_SM, STAGE as S10, CpAsync, fragment_loads
+from .s10_cp_async import STAGE as S10, CpAsync, fragment_loads
 
 INT32_LIMIT = 2**31
 SMEM_PER_SM = 228 * 1024           # sm_90: shared memory an SM holds
@@ -268,21 +268,7 @@ def s10_config_for(cfg) -> dict:
             out = S10.config({**same, "block_k": 16, "stages": 4})
         except ConfigError:
             pass
-    return _s10_blocks(out)
-
-
-def _s10_blocks(cfg) -> dict:
-    """A multi-block s10 tile of 128 threads and at most 64 accumulators a thread asks
-    __launch_bounds__ for 3 blocks where its shared memory holds 3 (at most 168 registers): with
-    the copies' interior fast path ptxas otherwise spends the 255 that 2 blocks allow, and 128x32
-    x2 went from 147-168 registers (3 blocks per SM) to 182-196 (2), 4096x17x4096 tn 0.947 ->
-    0.847x cuBLAS (results/h200/sweep-wide at 8ee66bc)."""
-    tm, tn = S10.thread_tile(cfg)
-    if cfg["min_blocks"] != 2 or S10.threads(cfg) > 128 or tm * tn > 64:
-        return cfg
-    if 3 * (S10.smem_bytes(cfg, {}) + RESERVED_SMEM) > SMEM_PER_SM:
-        return cfg
-    return {**cfg, "min_blocks": 3}
+    return out
 
 
 STAGE = Tma(
