@@ -40,6 +40,23 @@ def compile_first(jobs, workers=16):
         list(ex.map(one, jobs))
 
 
+def run_checked(t, ops, stage, cfg):
+    """(us, plan choice's short name, fn): the plan of ``stage``/``cfg`` for ``ops`` (batched where
+    they are) built, run once on poisoned output and checked against float64, then timed with
+    ``t``; NaN and "WRONG ..." where the result is wrong."""
+    from gemmlab import api
+
+    plan, fn = api.prepare(ops.a, ops.b, out=ops.out, stage=stage, config=cfg, batched=ops.batched)
+    ops.poison()
+    fn()
+    r = ops.check_out()
+    if not r.correct:
+        return float("nan"), f"WRONG {r}", fn
+    c = plan.choice
+    what = f"{c.spec.id} {c.config.get('block_m')}x{c.config.get('block_n')} s{c.split_k}{' rp' if c.repack else ''}"
+    return t(fn), what, fn
+
+
 def checked_timer(t, sep=" + "):
     """timed(ops, stage, config) -> (us, kernel names joined by ``sep``): the plan built, run once on
     poisoned output and checked against float64 (bench/candidates.Operands), then timed with

@@ -12,7 +12,7 @@ from gemmlab import api
 from gemmlab.bench.candidates import Operands
 from gemmlab.bench.timing import L2Flush
 from gemmlab.heuristics import choice
-from probe_common import compile_first, event_timer
+from probe_common import compile_first, event_timer, run_checked
 
 t = event_timer(target_seconds=0.1, max_seconds=1.0, min_reps=10, max_reps=300)
 SHAPES = [(777, 555, 333, "nn", 1), (777, 555, 333, "nt", 1), (777, 555, 333, "tt", 1), (513, 1025, 257, "tt", 1),
@@ -40,15 +40,7 @@ def kernel_us(fn):
 
 
 def run(ops, stage, cfg):
-    plan, fn = api.prepare(ops.a, ops.b, out=ops.out, stage=stage, config=cfg, batched=ops.batched)
-    ops.poison()
-    fn()
-    r = ops.check_out()
-    if not r.correct:
-        return float("nan"), f"WRONG {r}", fn
-    c = plan.choice
-    what = f"{c.spec.id} {c.config.get('block_m')}x{c.config.get('block_n')} s{c.split_k}{' rp' if c.repack else ''}"
-    return t(fn), what, fn
+    return run_checked(t, ops, stage, cfg)
 
 
 def compile_all():

@@ -4,18 +4,11 @@ events, L2 flushed, median, us; every plan checked against float64 first; cuBLAS
     python3 scripts/s10_tile_probe.py"""
 import torch
 
-from gemmlab import api
 from gemmlab.bench.candidates import Operands
-from probe_common import compile_first, event_timer
+from probe_common import compile_first, event_timer, run_checked
 
 t = event_timer(target_seconds=0.1, max_seconds=1.0, min_reps=10, max_reps=300)
 
-
-def timed(ops, stage, cfg):
-    plan, fn = api.prepare(ops.a, ops.b, out=ops.out, stage=stage, config=cfg, batched=ops.batched)
-    ops.poison()
-    fn()
-    return t(fn) if ops.check_out().correct else float("nan")
 
 SHAPES = [(333, 555, 777, "tt", 8), (257, 4001, 999, "nt", 1), (255, 255, 255, "nt", 32), (777, 555, 333, "tt", 1),
           (601, 901, 301, "nn", 1)]
@@ -34,6 +27,6 @@ for M, N, K, lay, b in SHAPES:
     cub = t(lambda: torch.bmm(ops.a, ops.b, out=ops.out)) if ops.batched else t(lambda: torch.mm(ops.a, ops.b, out=ops.out))
     cells = []
     for name, c in CONFIGS.items():
-        us = [timed(ops, "s10", {**c, "transpose_in": ti}) for ti in (1, 0)]
+        us = [run_checked(t, ops, "s10", {**c, "transpose_in": ti})[0] for ti in (1, 0)]
         cells.append(f"{name} {us[0]:.1f}/{us[1]:.1f}")
     print(f"{M}x{N}x{K}x{b} {lay}: cuBLAS {cub:.1f} | ti1/ti0 " + " | ".join(cells), flush=True)

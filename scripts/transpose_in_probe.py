@@ -15,7 +15,7 @@ from gemmlab import api
 from gemmlab.bench.candidates import Operands
 from gemmlab.heuristics import choice
 from gemmlab.stages import get
-from probe_common import compile_first, event_timer
+from probe_common import compile_first, event_timer, run_checked
 
 t = event_timer(target_seconds=0.1, max_seconds=1.0, min_reps=10, max_reps=300)
 SHAPES = [(777, 555, 333, "nn", 1), (777, 555, 333, "nt", 1), (777, 555, 333, "tt", 1), (513, 1025, 257, "tt", 1),
@@ -42,18 +42,6 @@ def setting(transpose_in, repack=True):
     api.clear_plan_cache()
 
 
-def run(ops, stage, cfg):
-    plan, fn = api.prepare(ops.a, ops.b, out=ops.out, stage=stage, config=cfg, batched=ops.batched)
-    ops.poison()
-    fn()
-    r = ops.check_out()
-    if not r.correct:
-        return float("nan"), f"WRONG {r}"
-    c = plan.choice
-    what = f"{c.spec.id} {c.config.get('block_m')}x{c.config.get('block_n')} s{c.split_k}{' rp' if c.repack else ''}"
-    return t(fn), what
-
-
 ROWS = [("auto", "auto", None, 1, True), ("auto ti0", "auto", None, 0, True), ("auto no-rp", "auto", None, 1, False),
         ("auto no-rp ti0", "auto", None, 0, False)]
 ROWS += [(f"s10 {k} ti{ti}", "s10", {**v, "transpose_in": ti}, 1, True) for k, v in TILES.items() for ti in (1, 0)]
@@ -73,7 +61,7 @@ for M, N, K, lay, batch in SHAPES:
     for label, stage, cfg, ti, rp in ROWS:
         setting(ti, rp)
         try:
-            us, what = run(ops, stage, cfg)
+            us, what, _ = run_checked(t, ops, stage, cfg)
             cells.append(f"{label} {us:.1f} ({cub / us:.3f}){'' if stage == 's10' else f' [{what}]'}")
         except Exception as e:  # noqa: BLE001
             cells.append(f"{label} {type(e).__name__}: {str(e)[:60]}")
