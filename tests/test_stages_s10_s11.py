@@ -37,6 +37,13 @@ def test_constraints_name_the_rule(spec, override, message):
         spec.config(override)
 
 
+def test_transpose_in_constraints():
+    # (The transposing copy's split rule, rows a multiple of threads/8, holds wherever the 4-byte
+    # TileCopier's does: no tile of block_m/block_n 32-256 is legal without it and not with it.)
+    with pytest.raises(ConfigError, match="transpose_in=2 must be 0 or 1"):
+        S10.config({"transpose_in": 2})
+
+
 # The producer warpgroup with setmaxnreg (producer_warp=1) spills under NVRTC 13.0, the H200's
 # compiler, so the default is producer_warp=0 with the plain A layout; these tests pin the warpgroup
 # layout explicitly where that is what they check.

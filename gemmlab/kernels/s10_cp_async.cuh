@@ -35,8 +35,8 @@ struct S10CpAsync {
     static constexpr bool T_IN = TRANSPOSE_IN_ && !VEC_;
     // One operand at most: A K-major with B N-major (nn) into As[k][m], B K-major with A M-major
     // (tt) into Bs[k][n]. In nt neither: turning both around made every copy a transposing one and
-    // 64x128 x2 ran slower than with neither (257x4001x999 nt 119 against 104 us), turning B alone
-    // was slower still at 64x64 (docs/stages/s10-s11.md).
+    // 64x128 x2 ran slower than with neither (257x4001x999 nt 119 against 104 us); turning B alone
+    // gained nothing at 64x64 (777x555x333 nt 22.8 against 22.6; docs/stages/s10-s11.md).
     static constexpr bool A_T = T_IN && A_K_MAJOR_ && B_N_MAJOR_;
     static constexpr bool B_T = T_IN && !B_N_MAJOR_ && !A_K_MAJOR_;
     static_assert(!TRANSPOSE_IN_ || !VEC_, "transpose_in: only the 4-byte copies can transpose");

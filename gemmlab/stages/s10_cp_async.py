@@ -90,9 +90,10 @@ class CpAsync(StageSpec):
         if cfg.get("transpose_in", 0):  # TransposingCopier: 8 k x 4 x per warp
             t8 = t // 8
             for name, x in (("A", bm), ("B", bn)):
-                if bk % 8 or (x * bk) % t or (x % t8 and t8 % x):
-                    out.append(f"transpose_in: the {name} tile copy ({x} x {bk}, 8 k x {t8} rows per pass of "
-                               f"{t} threads) does not split evenly; use block_k 16 or 32 or transpose_in=0")
+                if bk % 8 or x % t8:
+                    out.append(f"transpose_in: the {name} tile copy ({x} rows x {bk} k, 8 k x {t8} rows per pass "
+                               f"of {t} threads) does not split evenly; block_k must be 8, 16 or 32 and the rows a "
+                               f"multiple of threads/8, or transpose_in=0")
         return sorted(set(out))
 
     @staticmethod
@@ -211,20 +212,10 @@ def fragment_loads(cfg, variant, b_scalar=False) -> dict:
 
 def transposing_stores(x: int, bk: int, ld: int, threads: int) -> list:
     """TransposingCopier: warp 0's 4-byte copies of one K tile into a [k][x] tile of row stride ld
-    (lane l, iteration i: k = l mod 8 + 8 (i mod bk/8), x = l div 8 + (threads/8)(i div bk/8) where
-    threads/8 divides x, else k = l mod 8 + 8 (l div 8 div x) + threads/x i, x = (l div 8) mod x)."""
+    (lane l, iteration i: k = l mod 8 + 8 (i mod bk/8), row = l div 8 + (threads/8)(i div bk/8))."""
     t8, octets = threads // 8, bk // 8
-    insns = []
-    for it in range(x * bk // threads):
-        addrs = []
-        for lane in range(32):
-            if x % t8 == 0:
-                k, row = lane % 8 + 8 * (it % octets), lane // 8 + t8 * (it // octets)
-            else:
-                k, row = lane % 8 + 8 * ((lane // 8) // x) + 8 * (t8 // x) * it, (lane // 8) % x
-            addrs.append(4 * (k * ld + row))
-        insns.append((4, addrs))
-    return insns
+    return [(4, [4 * ((lane % 8 + 8 * (it % octets)) * ld + lane // 8 + t8 * (it // octets)) for lane in range(32)])
+            for it in range(x * bk // threads)]
 
 
 def copy_stores(cfg, variant, threads) -> dict:

@@ -106,9 +106,8 @@ struct TileCopier {
 // 8 consecutive k of 4 consecutive x: it reads 4 runs of 32 bytes (whole sectors) and, with LD =
 // X + 4 (LD mod 32 = 4 for the X the tiles use), writes bank (4k + x) mod 32, all 32 different.
 // A thread's consecutive copies walk K first (the next 8 k of the same rows), so the 4 requests
-// that share a 128-byte line leave one after another and L1 serves them from one fill; walking
-// the rows first spread them over the whole tile, and with most of the SM's memory given to
-// shared memory the lines were evicted in between (64x128 x3 blocks: 1.25x slower than [x][k]).
+// that share a 128-byte line leave one after another; walking the rows first spread them over the
+// whole tile, and 64x128 x2 ran 333x555x777x8 tt in 133 us against 106 with [x][k] (K first: 111).
 // The destination of iteration `it` is the thread's first plus a constant (no swizzle), the source
 // a pointer walked with adds; a tile wholly inside the operand skips the bounds tests.
 template <int X, int BLOCK_K, int LD, int THREADS>
@@ -118,32 +117,26 @@ struct TransposingCopier {
     static constexpr int ITERS = UNITS / THREADS;
     static constexpr int OCTETS = BLOCK_K / 8;
     static_assert(BLOCK_K % 8 == 0 && THREADS % 32 == 0, "transpose_in: k in groups of 8, whole warps");
-    static_assert(UNITS % THREADS == 0 && (X % T8 == 0 || T8 % X == 0),
-                  "transpose_in: the tile copy must split evenly over the threads");
+    static_assert(X % T8 == 0, "transpose_in: the tile's rows must be a multiple of threads/8");
     static_assert(LD >= X && LD % 4 == 0, "transpose_in: rows of the [k][x] tile hold X and stay 16-byte aligned");
-    // X % T8 == 0: iterations take the OCTETS k-octets of T8 rows, then the next T8 rows; else
-    // (more threads than 8 x X) each iteration covers Q k-octets of all X rows.
-    static constexpr bool ROWS_OUTER = X % T8 == 0;
-    static constexpr int Q = ROWS_OUTER ? 0 : T8 / X;
-    static __device__ __forceinline__ constexpr int x_step(int it) { return ROWS_OUTER ? (it / OCTETS) * T8 : 0; }
-    static __device__ __forceinline__ constexpr int k_step(int it) {
-        return ROWS_OUTER ? 8 * (it % OCTETS) : 8 * Q * it;
-    }
+    // Iterations take the OCTETS k-octets of T8 rows, then the next T8 rows.
+    static __device__ __forceinline__ constexpr int x_step(int it) { return (it / OCTETS) * T8; }
+    static __device__ __forceinline__ constexpr int k_step(int it) { return 8 * (it % OCTETS); }
 
     const float* src;  // this thread's element of iteration 0, in the current K tile
-    int64 k_jump;      // to the next k-octet(s) of the same rows
-    int64 wrap;        // from the last k-octet of T8 rows to the first of the next T8 (ROWS_OUTER)
+    int64 k_jump;      // to the next k-octet of the same rows
+    int64 wrap;        // from the last k-octet of T8 rows to the first of the next T8
     int64 tile_step;   // elements per K tile
     int x0, k0;
 
     // origin: global address of the block's tile (x 0) at k = 0; strides in elements.
     __device__ __forceinline__ TransposingCopier(const float* origin, int64 x_stride, int64 k_stride) {
         const int t = static_cast<int>(threadIdx.x);
-        x0 = ROWS_OUTER ? t / 8 : (t / 8) % X;
-        k0 = t % 8 + (ROWS_OUTER ? 0 : 8 * ((t / 8) / X));
+        x0 = t / 8;
+        k0 = t % 8;
         src = origin + x0 * x_stride + k0 * k_stride;
-        k_jump = (ROWS_OUTER ? 8 : 8 * Q) * k_stride;
-        wrap = ROWS_OUTER ? T8 * x_stride - (OCTETS - 1) * 8 * k_stride : 0;
+        k_jump = 8 * k_stride;
+        wrap = T8 * x_stride - (OCTETS - 1) * 8 * k_stride;
         tile_step = BLOCK_K * k_stride;
     }
 
@@ -171,7 +164,7 @@ struct TransposingCopier {
             } else {
                 async::copy_4(dst, from, 4);
             }
-            from += (ROWS_OUTER && (it + 1) % OCTETS == 0) ? wrap : k_jump;
+            from += (it + 1) % OCTETS == 0 ? wrap : k_jump;
         }
     }
 };
