@@ -53,13 +53,15 @@ struct TileCopier {
     // Copy the current K tile into the tile at shared address `tile`, then step to the next.
     // k_left = K - k0 (> 0), fixed_left = rows (M) or columns (N) left from the block's origin;
     // both are clamped to 2^30 by the caller, so the edge tests are 32-bit.
-    // A tile wholly inside the operand (every block's tiles but those at the M/N/K edges) skips
-    // the per-copy bounds tests and source selects.
+    // With 4-byte copies a tile wholly inside the operand (every block's tiles but those at the
+    // M/N/K edges) skips the per-copy bounds tests and source selects. The 16-byte copies keep the
+    // one path: they are a quarter as many, and the second copy of the code made ptxas spill s10's
+    // 128x256 nt kernel for sm_80.
     __device__ __forceinline__ void copy_and_advance(unsigned tile, int k_left, int fixed_left,
                                                      const float* any_valid) {
         const int outer_left = INNER_IS_K ? fixed_left : k_left;
         const int inner_left = INNER_IS_K ? k_left : fixed_left;
-        if (outer_left >= OUTER && inner_left >= INNER) {
+        if (!VEC && outer_left >= OUTER && inner_left >= INNER) {
             copy<false>(tile, outer_left, inner_left, any_valid);
         } else {
             copy<true>(tile, outer_left, inner_left, any_valid);
