@@ -40,39 +40,48 @@ def compile_first(jobs, workers=16):
         list(ex.map(one, jobs))
 
 
-def run_checked(t, ops, stage, cfg):
-    """(us, plan choice's short name, fn): the plan of ``stage``/``cfg`` for ``ops`` (batched where
-    they are) built, run once on poisoned output and checked against float64, then timed with
-    ``t``; NaN and "WRONG ..." where the result is wrong."""
+def _checked_plan(ops, stage, cfg):
+    """(plan, fn, None) or (plan, fn, "WRONG ..."): the plan of ``stage``/``cfg`` for ``ops``
+    (batched where they are) built, run once on poisoned output and checked against float64
+    (bench/candidates.Operands). A plan that cannot be built raises."""
     from gemmlab import api
 
     plan, fn = api.prepare(ops.a, ops.b, out=ops.out, stage=stage, config=cfg, batched=ops.batched)
     ops.poison()
     fn()
     r = ops.check_out()
-    if not r.correct:
-        return float("nan"), f"WRONG {r}", fn
+    return plan, fn, None if r.correct else f"WRONG {r}"
+
+
+def run_checked(t, ops, stage, cfg):
+    """(us, plan choice's short name, fn): :func:`_checked_plan`, then timed with ``t``; NaN and
+    "WRONG ..." where the result is wrong."""
+    plan, fn, wrong = _checked_plan(ops, stage, cfg)
+    if wrong:
+        return float("nan"), wrong, fn
     c = plan.choice
     what = f"{c.spec.id} {c.config.get('block_m')}x{c.config.get('block_n')} s{c.split_k}{' rp' if c.repack else ''}"
     return t(fn), what, fn
 
 
+def cublas_us(t, ops):
+    """cuBLAS on ``ops`` (torch.bmm where they are batched, else torch.mm), timed with ``t``."""
+    if ops.batched:
+        return t(lambda: torch.bmm(ops.a, ops.b, out=ops.out))
+    return t(lambda: torch.mm(ops.a, ops.b, out=ops.out))
+
+
 def checked_timer(t, sep=" + "):
-    """timed(ops, stage, config) -> (us, kernel names joined by ``sep``): the plan built, run once on
-    poisoned output and checked against float64 (bench/candidates.Operands), then timed with
-    ``t`` (event_timer); NaN and the reason where it cannot be built or is wrong."""
-    from gemmlab import api
+    """timed(ops, stage, config) -> (us, kernel names joined by ``sep``): :func:`_checked_plan`,
+    then timed with ``t`` (event_timer); NaN and the reason where it cannot be built or is wrong."""
 
     def timed(ops, stage, cfg):
         try:
-            plan, fn = api.prepare(ops.a, ops.b, out=ops.out, stage=stage, config=cfg)
+            plan, fn, wrong = _checked_plan(ops, stage, cfg)
         except Exception as e:  # noqa: BLE001
             return float("nan"), f"{type(e).__name__}: {e}"
-        ops.poison()
-        fn()
-        r = ops.check_out()
-        if not r.correct:
-            return float("nan"), f"WRONG {r}"
+        if wrong:
+            return float("nan"), wrong
         return t(fn), sep.join(plan.describe()["kernels"])
 
     return timed

@@ -12,7 +12,7 @@ from gemmlab import api
 from gemmlab.bench.candidates import Operands
 from gemmlab.bench.timing import L2Flush
 from gemmlab.heuristics import choice
-from probe_common import compile_first, event_timer, run_checked
+from probe_common import compile_first, cublas_us, event_timer, run_checked
 
 t = event_timer(target_seconds=0.1, max_seconds=1.0, min_reps=10, max_reps=300)
 SHAPES = [(777, 555, 333, "nn", 1), (777, 555, 333, "nt", 1), (777, 555, 333, "tt", 1), (513, 1025, 257, "tt", 1),
@@ -39,10 +39,6 @@ def kernel_us(fn):
             and "flush" not in e.name and "fill" not in e.name.lower()]
 
 
-def run(ops, stage, cfg):
-    return run_checked(t, ops, stage, cfg)
-
-
 def compile_all():
     """Every plan's kernels compiled (and cached) first, at the shipped threshold and at 0."""
     small = [Operands.make(M, N, K, lay, 0, batch=batch) for M, N, K, lay, batch in SHAPES]
@@ -60,17 +56,14 @@ compile_all()
 for M, N, K, lay, batch in SHAPES:
     ops = Operands.make(M, N, K, lay, 0, batch=batch)
     ops.reference()
-    if ops.batched:
-        cub = t(lambda: torch.bmm(ops.a, ops.b, out=ops.out))
-    else:
-        cub = t(lambda: torch.mm(ops.a, ops.b, out=ops.out))
+    cub = cublas_us(t, ops)
     cells = []
     for label, stage, cfg, thr in [("auto", "auto", None, threshold), ("auto rp", "auto", None, 0)] + [
             (f"s11 {k} rp", "s11", {**v, "repack": 1}, threshold) for k, v in TILES.items()]:
         choice.REPACK_MIN_FLOP_PER_BYTE = thr
         api.clear_plan_cache()
         try:
-            us, what, fn = run(ops, stage, cfg)
+            us, what, fn = run_checked(t, ops, stage, cfg)
             cells.append(f"{label} {us:.1f} ({cub / us:.3f}) [{what}]")
             if label == "auto rp":
                 ks = kernel_us(fn)

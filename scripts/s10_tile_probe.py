@@ -2,14 +2,11 @@
 how the transposing 4-byte copies depend on what shared memory leaves to L1), on the H200. CUDA
 events, L2 flushed, median, us; every plan checked against float64 first; cuBLAS in the same run.
     python3 scripts/s10_tile_probe.py"""
-import torch
 
 from gemmlab.bench.candidates import Operands
-from probe_common import compile_first, event_timer, run_checked
+from probe_common import compile_first, cublas_us, event_timer, run_checked
 
 t = event_timer(target_seconds=0.1, max_seconds=1.0, min_reps=10, max_reps=300)
-
-
 SHAPES = [(333, 555, 777, "tt", 8), (257, 4001, 999, "nt", 1), (255, 255, 255, "nt", 32), (777, 555, 333, "tt", 1),
           (601, 901, 301, "nn", 1)]
 T = {"block_m": 64, "block_n": 128, "warp_m": 32, "warp_n": 64}
@@ -24,7 +21,7 @@ del ops_all
 for M, N, K, lay, b in SHAPES:
     ops = Operands.make(M, N, K, lay, 0, batch=b)
     ops.reference()
-    cub = t(lambda: torch.bmm(ops.a, ops.b, out=ops.out)) if ops.batched else t(lambda: torch.mm(ops.a, ops.b, out=ops.out))
+    cub = cublas_us(t, ops)
     cells = []
     for name, c in CONFIGS.items():
         us = [run_checked(t, ops, "s10", {**c, "transpose_in": ti})[0] for ti in (1, 0)]

@@ -9,13 +9,11 @@ import dataclasses
 import math
 import sys
 
-import torch
-
 from gemmlab import api
 from gemmlab.bench.candidates import Operands
 from gemmlab.heuristics import choice
 from gemmlab.stages import get
-from probe_common import compile_first, event_timer, run_checked
+from probe_common import compile_first, cublas_us, event_timer, run_checked
 
 t = event_timer(target_seconds=0.1, max_seconds=1.0, min_reps=10, max_reps=300)
 SHAPES = [(777, 555, 333, "nn", 1), (777, 555, 333, "nt", 1), (777, 555, 333, "tt", 1), (513, 1025, 257, "tt", 1),
@@ -55,8 +53,7 @@ print("us (ratio to cuBLAS in the same run) [what ran]", flush=True)
 for M, N, K, lay, batch in SHAPES:
     ops = Operands.make(M, N, K, lay, 0, batch=batch)
     ops.reference()
-    cub = t(lambda: torch.bmm(ops.a, ops.b, out=ops.out)) if ops.batched else t(
-        lambda: torch.mm(ops.a, ops.b, out=ops.out))
+    cub = cublas_us(t, ops)
     cells = []
     for label, stage, cfg, ti, rp in ROWS:
         setting(ti, rp)

@@ -28,6 +28,11 @@ typedef long long int64;
 
 namespace gemmlab {
 
+// Pick<C, T, F>: T where C, else F (NVRTC has no <type_traits> without the CUDA headers).
+template <bool C, class T, class F> struct PickType { using type = T; };
+template <class T, class F> struct PickType<false, T, F> { using type = F; };
+template <bool C, class T, class F> using Pick = typename PickType<C, T, F>::type;
+
 struct GemmArgs {
     const float* A;
     const float* B;

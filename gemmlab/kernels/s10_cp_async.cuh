@@ -24,11 +24,6 @@
 
 namespace gemmlab {
 
-// Pick<C, T, F>: T where C, else F (NVRTC has no <type_traits> without the CUDA headers).
-template <bool C, class T, class F> struct PickType { using type = T; };
-template <class T, class F> struct PickType<false, T, F> { using type = F; };
-template <bool C, class T, class F> using Pick = typename PickType<C, T, F>::type;
-
 template <int BLOCK_M_, int BLOCK_N_, int BLOCK_K_, int WARP_M_, int WARP_N_, int K_UNROLL_, bool A_SWIZZLE_,
           int STAGES_, bool VEC_, bool A_K_MAJOR_, bool B_N_MAJOR_, bool TRANSPOSE_IN_ = false>
 struct S10CpAsync {
