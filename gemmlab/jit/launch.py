@@ -183,12 +183,16 @@ def _bind_driver():
 
 
 def _objects(fn: int, stream: int):
+    """The cached CUfunction / CUstream wrappers of ``fn`` / ``stream`` (made on first use; every
+    launch asks, so a hit is two dict lookups and nothing more)."""
+    f = _fn_objects.get(fn)
+    s = _stream_objects.get(stream)
+    if f is not None and s is not None:
+        return f, s
     from cuda.bindings import driver
 
-    f = _fn_objects.get(fn)
     if f is None:
         f = _fn_objects[fn] = driver.CUfunction(fn)
-    s = _stream_objects.get(stream)
     if s is None:
         if len(_stream_objects) > 1024:
             _stream_objects.clear()
