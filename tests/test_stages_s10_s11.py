@@ -8,7 +8,7 @@ from gemmlab.errors import ConfigError
 from gemmlab.stages import get
 from gemmlab.stages import s11_tma, tensor_map
 from gemmlab.stages.base import Problem
-from gemmlab.stages.s10_cp_async import swizzle_chunk
+from gemmlab.stages.s10_cp_async import operand_vec, swizzle_chunk
 
 S10, S11 = get("s10"), get("s11")
 ALIGNED = 1 << 40  # a fake 16-byte-aligned device address
@@ -93,6 +93,54 @@ def test_vec_needs_aligned_rows_not_d():
     p = Problem(64, 64, 64, 64, 1, 64, 1, 64, batch=2, a_bs=64 * 64 + 1, b_bs=0, d_bs=64 * 64,
                 a_ptr=ALIGNED, b_ptr=ALIGNED, d_ptr=ALIGNED)
     assert not p.operands_aligned()
+
+
+@pytest.mark.parametrize("layout,M,N,K,one", [
+    ("nn", 333, 555, 260, "a_vec"), ("nn", 333, 556, 777, "b_vec"),   # A rows K apart, B rows N apart
+    ("tn", 332, 555, 777, "a_vec"), ("tn", 333, 556, 777, "b_vec"),   # A rows M apart, B rows N apart
+    ("tt", 332, 555, 777, "a_vec"), ("tt", 333, 555, 776, "b_vec"),   # A rows M apart, B rows K apart
+])
+def test_vec_per_operand(layout, M, N, K, one):
+    """An operand whose rows are all 16-byte aligned keeps the 16-byte copies beside an unaligned one."""
+    cfg = S10.default_config
+    v = S10.variant(cfg, dense(M, N, K, layout))
+    assert v["vec"] == 0 and v.get(one) == 1 and len(v) == 4, v
+    assert operand_vec(v) == ((True, False) if one == "a_vec" else (False, True))
+    assert v in S10.variants(cfg)
+
+
+def test_vec_per_operand_variants():
+    cfg = S10.default_config
+    # nt: both rows are K long, so only a misaligned base parts them
+    assert S10.variant(cfg, dense(64, 64, 64, "nt", a_off=1)) == {"vec": 0, "a_k_major": 1, "b_n_major": 0, "b_vec": 1}
+    # the kernel's template takes the two sizes apart; the fully 16-byte variant never transposes
+    assert ", true, false, " in S10.template(cfg, {"vec": 0, "a_k_major": 1, "b_n_major": 1, "a_vec": 1})
+    assert S10.template(cfg, {"vec": 1, "a_k_major": 1, "b_n_major": 1}).endswith("true, true, true, true, false>")
+    names = {S10.kernel_name(cfg, x) for x in S10.variants(cfg)}
+    assert len(names) == len(S10.variants(cfg)) == 16
+
+
+@pytest.mark.parametrize("variant,turned", [
+    ({"vec": 0, "a_k_major": 1, "b_n_major": 1}, (True, False)),                 # nn: A
+    ({"vec": 0, "a_k_major": 1, "b_n_major": 1, "b_vec": 1}, (True, False)),     # nn, B 16-byte: A still
+    ({"vec": 0, "a_k_major": 1, "b_n_major": 1, "a_vec": 1}, (False, False)),    # nn, A 16-byte: nothing to turn
+    ({"vec": 0, "a_k_major": 0, "b_n_major": 0}, (False, True)),                 # tt: B
+    ({"vec": 0, "a_k_major": 0, "b_n_major": 0, "a_vec": 1}, (False, True)),
+    ({"vec": 0, "a_k_major": 0, "b_n_major": 0, "b_vec": 1}, (False, False)),
+    ({"vec": 0, "a_k_major": 1, "b_n_major": 0}, (False, False)),                # nt: neither
+    ({"vec": 0, "a_k_major": 1, "b_n_major": 0, "a_vec": 1}, (False, True)),     # nt, A 16-byte: B, so nn's core
+    ({"vec": 0, "a_k_major": 1, "b_n_major": 0, "b_vec": 1}, (False, False)),
+    ({"vec": 0, "a_k_major": 0, "b_n_major": 1}, (False, False)),                # tn: nothing K-major
+    ({"vec": 1, "a_k_major": 1, "b_n_major": 1}, (False, False)),
+])
+def test_transposed_in_per_operand(variant, turned):
+    cfg = S10.default_config
+    assert S10.transposed_in(cfg, variant) == turned
+    assert S10.transposed_in(S10.config({"transpose_in": 0}), variant) == (False, False)
+    a_t, b_t = turned
+    assert S10.smem_bytes(cfg, variant) == 3 * (128 + 256 + 4 * (a_t + b_t)) * 32 * 4
+    # the template passes the instantiation S10CpAsync::A_T / B_T decide on
+    assert S10.template(cfg, variant).endswith(", true>" if not variant["vec"] else ", false>")
 
 
 def test_degenerate_strides_pick_the_usable_layout():
@@ -463,13 +511,14 @@ SMALL = {"block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32, "k_unroll": 1
 
 @pytest.mark.parametrize("a_swizzle", [1, 0])
 @pytest.mark.parametrize("block_k", [8, 16, 32])
-@pytest.mark.parametrize("index", range(8))
+@pytest.mark.parametrize("index", range(16))
 def test_s10_copies_and_fragment_reads_agree(index, block_k, a_swizzle):
     cfg = S10.config(dict(SMALL, block_k=block_k, a_swizzle=a_swizzle))
     variant = S10.variants(cfg)[index]
     threads = S10.threads(cfg)
-    a = _copier_image(cfg, variant, "a", threads, variant["vec"])
-    b = _copier_image(cfg, variant, "b", threads, variant["vec"])
+    a_vec, b_vec = operand_vec(variant)
+    a = _copier_image(cfg, variant, "a", threads, a_vec)
+    b = _copier_image(cfg, variant, "b", threads, b_vec)
     _check_reads(cfg, variant, a, b, threads)
 
 
@@ -508,9 +557,12 @@ def test_smem_accesses_shapes_and_banks():
             turned = bool(layout.get("a_t") or layout.get("b_t"))
             nn = variant["a_k_major"] and variant["b_n_major"]
             tt = not variant["a_k_major"] and not variant["b_n_major"]
-            assert turned == (spec is S10 and not variant["vec"] and (nn or tt))  # nt keeps both
-            if turned:  # nn: A into [k][m]; tt: B into [k][n]; the core then reads A M-major, B N-major
-                assert not layout["a_k_major"] and layout["b_n_major"]
+            a_vec, b_vec = operand_vec(variant)
+            nt = variant["a_k_major"] and not variant["b_n_major"]
+            # nn turns a 4-byte A, tt a 4-byte B, nt a 4-byte B beside a 16-byte A
+            assert turned == (spec is S10 and ((nn and not a_vec) or (tt and not b_vec) or (nt and a_vec and not b_vec)))
+            if turned:  # A into [k][m] or B into [k][n]: the core then reads A M-major or B N-major
+                assert layout["b_n_major"] and (nt or not layout["a_k_major"])
                 assert (layout["a_ld"], layout["b_ld"]) == ((132, 256) if nn else (128, 260))
             variant = layout
             # s11 reads a K-major B one k at a time in tt with 16 rows per thread (b_scalar's rule;
@@ -536,11 +588,9 @@ def test_smem_accesses_shapes_and_banks():
             if spec is S11:
                 assert acc["a_store"] == [] and acc["b_store"] == []
             else:
-                unit = 4 if variant["vec"] else 1
-                assert len(acc["a_store"]) == 128 * 32 // unit // 256
-                assert len(acc["b_store"]) == 256 * 32 // unit // 256
-                for width, addrs in acc["a_store"] + acc["b_store"]:
-                    assert width == 4 * unit
+                for kind, x, unit in (("a_store", 128, 4 if a_vec else 1), ("b_store", 256, 4 if b_vec else 1)):
+                    assert len(acc[kind]) == x * 32 // unit // 256
+                    assert all(width == 4 * unit for width, _ in acc[kind])
                 # the transposing copies write 32 different banks (8 k x 4 rows, padded rows)
                 for kind in ("a_store", "b_store"):
                     if variant.get(kind[0] + "_t"):
@@ -605,6 +655,33 @@ def test_gpu_s10_transpose_in(transpose_in, tile):
     for x, y in ((a, b), (b.t(), a.t())):
         out = gemmlab.gemm(x, y, stage="s10", config=cfg)
         assert compare(out, x.double() @ y.double(), x.shape[1]).correct, (cfg, x.stride(), y.stride())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("transpose_in", [1, 0])
+@pytest.mark.parametrize("tile", range(len(S10_TILES)))
+def test_gpu_s10_one_operand_vec(transpose_in, tile):
+    """One operand on 16-byte copies beside the other on 4-byte ones (each of the 8 mixed variants,
+    test_vec_per_operand's shapes), with interior and edge tiles, batched, and nt with one base
+    misaligned by a float."""
+    import torch
+
+    import gemmlab
+    from gemmlab.check import check_stage, compare
+
+    cfg = {**S10_TILES[tile], "transpose_in": transpose_in}
+    for layout, M, N, K in (("nn", 333, 555, 260), ("nn", 333, 556, 777), ("tn", 332, 555, 777),
+                            ("tn", 333, 556, 777), ("tt", 332, 555, 777), ("tt", 333, 555, 776)):
+        assert len(S10.variant(S10.config(cfg), dense(M, N, K, layout))) == 4  # one operand 16-byte
+        for batch in (None, 2):
+            r = check_stage("s10", M, N, K, layout, config=cfg, batch=batch)
+            assert r.correct, (cfg, layout, M, N, K, batch, r)
+    M, N, K = 300, 520, 516
+    for off_a in (1, 0):
+        a = torch.randn(M * K + 1, device="cuda")[off_a:off_a + M * K].view(M, K)
+        bt = torch.randn(N * K + 1, device="cuda")[1 - off_a:1 - off_a + N * K].view(N, K)
+        out = gemmlab.gemm(a, bt.t(), stage="s10", config=cfg)
+        assert compare(out, a.double() @ bt.t().double(), K).correct, (cfg, off_a)
 
 
 @pytest.mark.gpu

@@ -4,16 +4,18 @@
 //   - STAGES shared buffers (3–4), one cp.async group committed per K tile, and
 //     cp.async.wait_group(STAGES-2) + one __syncthreads per K tile;
 //   - edges are zero-filled by the copy itself (the src-size operand), not by branches;
-//   - 16-byte cp.async.cg where every row start is 16-byte aligned (VEC), 4-byte cp.async.ca else.
+//   - 16-byte cp.async.cg for an operand whose row starts are all 16-byte aligned (A_VEC, B_VEC:
+//     each operand on its own), 4-byte cp.async.ca for the other.
 // With 16-byte copies each operand is kept in shared memory in its global layout (a copy cannot
 // transpose 16 bytes):
 //   A K-major (row-major) -> As[m][k], XOR-swizzled (a_swizzle=1);  A M-major -> As[k][m];
 //   B N-major (row-major) -> Bs[k][n];  B K-major (transposed view) -> Bs[n][k], XOR-swizzled.
 // The swizzle of the [x][k] tiles is TMA's SWIZZLE_{32,64,128}B, so s11's boxes land the same way.
-// TRANSPOSE_IN with 4-byte copies: in nn a K-major A is written as As[k][m] instead, in tt a
-// K-major B as Bs[k][n], rows padded by 4 floats (copy/cp_async_tile.cuh, TransposingCopier), so
+// TRANSPOSE_IN turns a K-major operand on 4-byte copies: in nn A is written as As[k][m] instead,
+// in tt B as Bs[k][n], rows padded by 4 floats (copy/cp_async_tile.cuh, TransposingCopier), so
 // the core runs the outer-product layout (A M-major, B N-major), whose fragments keep clear of
-// register-bank conflicts; nt keeps both as they are.
+// register-bank conflicts; in nt B only when A has the 16-byte copies (the core then runs nn's
+// As[m][k] with Bs[k][n]), else neither.
 // WarpTileCore (mma/warp_tile.cuh: fragment loads, FFMAs, epilogue) is shared with s11, which
 // replaces only the copies; TileCopier (copy/cp_async_tile.cuh) is this stage's copy.
 #pragma once
@@ -25,16 +27,16 @@
 namespace gemmlab {
 
 template <int BLOCK_M_, int BLOCK_N_, int BLOCK_K_, int WARP_M_, int WARP_N_, int K_UNROLL_, bool A_SWIZZLE_,
-          int STAGES_, bool VEC_, bool A_K_MAJOR_, bool B_N_MAJOR_, bool TRANSPOSE_IN_ = false>
+          int STAGES_, bool A_VEC_, bool B_VEC_, bool A_K_MAJOR_, bool B_N_MAJOR_, bool TRANSPOSE_IN_ = false>
 struct S10CpAsync {
-    static constexpr bool T_IN = TRANSPOSE_IN_ && !VEC_;
-    // One operand at most: A K-major with B N-major (nn) into As[k][m], B K-major with A M-major
-    // (tt) into Bs[k][n]. In nt neither: turning both around made every copy a transposing one and
-    // 64x128 x2 ran slower than with neither (257x4001x999 nt 119 against 104 us); turning B alone
-    // gained nothing at 64x64 (777x555x333 nt 22.8 against 22.6; docs/stages/s10-s11.md).
-    static constexpr bool A_T = T_IN && A_K_MAJOR_ && B_N_MAJOR_;
-    static constexpr bool B_T = T_IN && !B_N_MAJOR_ && !A_K_MAJOR_;
-    static_assert(!TRANSPOSE_IN_ || !VEC_, "transpose_in: only the 4-byte copies can transpose");
+    // One operand at most, and only one on 4-byte copies (a 16-byte copy cannot transpose): A
+    // K-major with B N-major (nn) into As[k][m], B K-major with A M-major (tt) into Bs[k][n]. In nt
+    // B when A has 16-byte copies, else neither: turning both around made every copy a transposing
+    // one and 64x128 x2 ran slower than with neither (257x4001x999 nt 119 against 104 us); turning
+    // B alone beside A's 4-byte copies gained nothing at 64x64 (777x555x333 nt 22.8 against 22.6;
+    // docs/stages/s10-s11.md).
+    static constexpr bool A_T = TRANSPOSE_IN_ && !A_VEC_ && A_K_MAJOR_ && B_N_MAJOR_;
+    static constexpr bool B_T = TRANSPOSE_IN_ && !B_VEC_ && !B_N_MAJOR_ && (!A_K_MAJOR_ || A_VEC_);
     using Core = WarpTileCore<BLOCK_M_, BLOCK_N_, BLOCK_K_, WARP_M_, WARP_N_, K_UNROLL_, A_SWIZZLE_, A_K_MAJOR_ && !A_T,
                               B_N_MAJOR_ || B_T, 0, false, A_T ? BLOCK_M_ + 4 : 0, B_T ? BLOCK_N_ + 4 : 0>;
     static constexpr int BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_, BLOCK_K = BLOCK_K_;
@@ -47,10 +49,10 @@ struct S10CpAsync {
     // (TRANSPOSE_IN: a K-major operand's TransposingCopier takes the same (x, k) strides.)
     using CopyA = Pick<A_T, TransposingCopier<BLOCK_M, BLOCK_K, Core::A_LD, THREADS>,
                        TileCopier<A_K_MAJOR_ ? BLOCK_M : BLOCK_K, A_K_MAJOR_ ? BLOCK_K : BLOCK_M, A_K_MAJOR_,
-                                  Core::A_ROWS_SWIZZLED, VEC_, THREADS, Core>>;
+                                  Core::A_ROWS_SWIZZLED, A_VEC_, THREADS, Core>>;
     using CopyB = Pick<B_T, TransposingCopier<BLOCK_N, BLOCK_K, Core::B_LD, THREADS>,
                        TileCopier<B_N_MAJOR_ ? BLOCK_K : BLOCK_N, B_N_MAJOR_ ? BLOCK_N : BLOCK_K, !B_N_MAJOR_,
-                                  !B_N_MAJOR_, VEC_, THREADS, Core>>;
+                                  !B_N_MAJOR_, B_VEC_, THREADS, Core>>;
 
     static __device__ __forceinline__ void run(const GemmArgs& args, int64 row0, int64 col0, unsigned char* smem) {
         float* a_tiles = reinterpret_cast<float*>(smem);

@@ -1,12 +1,13 @@
 """s10 cp_async (notes 000 §10.1–10.4): the warp-tiled SIMT FFMA kernel fed by a multistage
 cp.async pipeline (LDGSTS straight into shared memory, commit/wait_group, one barrier per K tile).
 
-Variants: ``vec`` (16-byte cp.async.cg; every A/B row start 16-byte aligned, unit inner stride)
-or 4-byte cp.async.ca for anything else, times the shared layout of each operand, which follows
-its global layout: ``a_k_major`` (A row-major: As[m][k], swizzled; else As[k][m]) and
-``b_n_major`` (B row-major: Bs[k][n]; else Bs[n][k], swizzled), as gemmlab/problem.py's operand
-views decide them (``Problem.a_k_major``, ``Problem.operands_aligned``). Every shape and stride
-works; D alignment is checked in the kernel (16-byte stores where possible).
+Variants: the copies of each operand, 16-byte cp.async.cg where every row start of that operand
+is 16-byte aligned with a unit inner stride, else 4-byte cp.async.ca (``vec`` 1: both 16-byte;
+``vec`` 0: both 4-byte, or with ``a_vec``/``b_vec`` 1 that one operand 16-byte), times the shared
+layout of each operand, which follows its global layout: ``a_k_major`` (A row-major: As[m][k],
+swizzled; else As[k][m]) and ``b_n_major`` (B row-major: Bs[k][n]; else Bs[n][k], swizzled), as
+gemmlab/problem.py's operand views decide them (``Problem.a_k_major``, ``Operand.vec_aligned``).
+Every shape and stride works; D alignment is checked in the kernel (16-byte stores where possible).
 """
 from __future__ import annotations
 
@@ -99,14 +100,16 @@ class CpAsync(StageSpec):
     @staticmethod
     def transposed_in(cfg, variant) -> tuple[bool, bool]:
         """S10CpAsync::A_T / B_T: whether A / B (4-byte copies, ``transpose_in``) land as [k][x]
-        tiles: A in nn, B in tt (one operand at most; nt keeps both). With no variant (the
-        constraints: one size per config) both count."""
-        if not cfg.get("transpose_in", 0) or variant.get("vec", 0):
+        tiles: A in nn, B in tt, and in nt B when A has the 16-byte copies (one operand at most).
+        With no variant (the constraints: one size per config) both count."""
+        if not cfg.get("transpose_in", 0):
             return False, False
         if not variant:
             return True, True
+        a_vec, b_vec = operand_vec(variant)
         a_k, b_n = bool(variant.get("a_k_major", 1)), bool(variant.get("b_n_major", 1))
-        return a_k and b_n, not a_k and not b_n  # nn: A, tt: B, nt: neither
+        return (not a_vec and a_k and b_n,                       # nn: A
+                not b_vec and not b_n and (not a_k or a_vec))    # tt: B; nt: B beside A's 16-byte copies
 
     @staticmethod
     def smem_layout(cfg, variant) -> dict:
@@ -127,19 +130,27 @@ class CpAsync(StageSpec):
 
     # ---- instantiation -------------------------------------------------------------------
     def variants(self, cfg):
-        # The 16-byte instantiations first (CI checks `sass` on the first, `sass_scalar` on the last).
-        return [{"vec": v, "a_k_major": a, "b_n_major": b} for v in (1, 0) for a in (1, 0) for b in (1, 0)]
+        # The 16-byte instantiations first, then one operand 16-byte, then none (CI checks `sass` on
+        # the first, `sass_scalar` on the last).
+        majors = [(a, b) for a in (1, 0) for b in (1, 0)]
+        return ([{"vec": 1, "a_k_major": a, "b_n_major": b} for a, b in majors]
+                + [{"vec": 0, "a_k_major": a, "b_n_major": b, one: 1} for one in ("a_vec", "b_vec") for a, b in majors]
+                + [{"vec": 0, "a_k_major": a, "b_n_major": b} for a, b in majors])
 
     def variant(self, cfg, problem):
         # Every layout fact is the problem's (gemmlab/problem.py): 16-byte alignment and majorness.
-        return {"vec": int(problem.operands_aligned()), "a_k_major": int(problem.a_k_major),
-                "b_n_major": int(problem.b_n_major)}
+        a_vec, b_vec = problem.operand("a").vec_aligned, problem.operand("b").vec_aligned
+        out = {"vec": int(a_vec and b_vec), "a_k_major": int(problem.a_k_major), "b_n_major": int(problem.b_n_major)}
+        if a_vec != b_vec:
+            out["a_vec" if a_vec else "b_vec"] = 1
+        return out
 
     def template(self, cfg, variant):
         b = lambda x: "true" if x else "false"  # noqa: E731
+        a_vec, b_vec = operand_vec(variant)
         return (f"gemmlab::S10CpAsync<{cfg['block_m']}, {cfg['block_n']}, {cfg['block_k']}, {cfg['warp_m']}, "
-                f"{cfg['warp_n']}, {cfg['k_unroll']}, {b(cfg['a_swizzle'])}, {cfg['stages']}, {b(variant['vec'])}, {b(variant['a_k_major'])}, "
-                f"{b(variant['b_n_major'])}, {b(cfg['transpose_in'] and not variant['vec'])}>")
+                f"{cfg['warp_n']}, {cfg['k_unroll']}, {b(cfg['a_swizzle'])}, {cfg['stages']}, {b(a_vec)}, {b(b_vec)}, "
+                f"{b(variant['a_k_major'])}, {b(variant['b_n_major'])}, {b(cfg['transpose_in'] and not (a_vec and b_vec))}>")
 
     # ---- shared-memory addressing for the bank model ---------------------------------------
     def smem_accesses(self, cfg, variant=None):
@@ -149,6 +160,12 @@ class CpAsync(StageSpec):
         variant = variant or self.variants(cfg)[0]
         layout = self.smem_layout(cfg, variant)
         return {**fragment_loads(cfg, layout), **copy_stores(cfg, layout, self.threads(cfg))}
+
+
+def operand_vec(variant) -> tuple[bool, bool]:
+    """Whether A / B have the 16-byte copies in this variant (``vec``, or ``a_vec``/``b_vec`` alone)."""
+    both = bool(variant.get("vec", 1))
+    return both or bool(variant.get("a_vec", 0)), both or bool(variant.get("b_vec", 0))
 
 
 def swizzle_chunk(block_k: int, x: int, c: int) -> int:
@@ -222,7 +239,7 @@ def copy_stores(cfg, variant, threads) -> dict:
     """Shared-memory byte addresses written by warp 0's cp.async instructions for one K tile
     (``variant``: the layout the core reads, CpAsync.smem_layout)."""
     bm, bn, bk = cfg["block_m"], cfg["block_n"], cfg["block_k"]
-    unit = 4 if variant.get("vec", 1) else 1
+    unit_of = dict(zip(("a_store", "b_store"), (4 if v else 1 for v in operand_vec(variant))))
     out = {}
     if variant.get("a_t"):
         out["a_store"] = transposing_stores(bm, bk, variant["a_ld"], threads)
@@ -234,6 +251,7 @@ def copy_stores(cfg, variant, threads) -> dict:
     ):
         if kind in out:
             continue
+        unit = unit_of[kind]
         per_row = inner // unit
         units = outer * per_row
         insns = []
