@@ -1,6 +1,8 @@
 """One gemmlab call and one cuBLAS call per shape (for ncu):
-    python3 ncu_short.py M N K [layout (nn)] [batch (1)] [--stage S --config 'json']
-With --stage, that stage and config (json, default {}) instead of auto, and no cuBLAS call."""
+    python3 ncu_short.py M N K [layout (nn)] [batch (1)] [--stage S --config 'json'] [--s10-variant 'json']
+With --stage, that stage and config (json, default {}) instead of auto, and no cuBLAS call. With
+--s10-variant, those keys replace the ones s10 takes from the problem (e.g. '{"b_vec": 1}': B's
+16-byte copies beside A's 4-byte ones where ONE_OPERAND_VEC would not choose them)."""
 import json
 import sys
 
@@ -20,6 +22,14 @@ if "--config" in args:
     i = args.index("--config")
     cfg = json.loads(args[i + 1])
     del args[i:i + 2]
+if "--s10-variant" in args:
+    from gemmlab.stages import get
+
+    i = args.index("--s10-variant")
+    extra = json.loads(args[i + 1])
+    del args[i:i + 2]
+    s10, taken = get("s10"), get("s10").variant
+    s10.variant = lambda c, p: {**taken(c, p), **extra}
 M, N, K = map(int, args[0:3])
 layout = args[3] if len(args) > 3 else "nn"
 batch = int(args[4]) if len(args) > 4 else 1

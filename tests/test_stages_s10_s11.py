@@ -6,7 +6,7 @@ import pytest
 
 from gemmlab.errors import ConfigError
 from gemmlab.stages import get
-from gemmlab.stages import s11_tma, tensor_map
+from gemmlab.stages import s10_cp_async, s11_tma, tensor_map
 from gemmlab.stages.base import Problem
 from gemmlab.stages.s10_cp_async import operand_vec, swizzle_chunk
 
@@ -96,41 +96,47 @@ def test_vec_needs_aligned_rows_not_d():
 
 
 @pytest.mark.parametrize("layout,M,N,K,one", [
-    ("nn", 333, 555, 260, "a_vec"), ("nn", 333, 556, 777, "b_vec"),   # A rows K apart, B rows N apart
     ("tn", 332, 555, 777, "a_vec"), ("tn", 333, 556, 777, "b_vec"),   # A rows M apart, B rows N apart
-    ("tt", 332, 555, 777, "a_vec"), ("tt", 333, 555, 776, "b_vec"),   # A rows M apart, B rows K apart
+    ("tt", 332, 555, 777, "a_vec"),                                    # A rows M apart, B rows K apart
+    ("tt", 333, 555, 776, None),                                       # a 16-byte K-major B: both 4-byte
+    ("nn", 333, 555, 260, None), ("nn", 333, 556, 777, None),          # nn: both 4-byte (ONE_OPERAND_VEC)
 ])
 def test_vec_per_operand(layout, M, N, K, one):
-    """An operand whose rows are all 16-byte aligned keeps the 16-byte copies beside an unaligned one."""
+    """An aligned operand keeps the 16-byte copies beside an unaligned one where ONE_OPERAND_VEC says."""
     cfg = S10.default_config
     v = S10.variant(cfg, dense(M, N, K, layout))
-    assert v["vec"] == 0 and v.get(one) == 1 and len(v) == 4, v
-    assert operand_vec(v) == ((True, False) if one == "a_vec" else (False, True))
-    assert v in S10.variants(cfg)
+    assert v["vec"] == 0 and v in S10.variants(cfg), v
+    if one is None:
+        assert len(v) == 3 and operand_vec(v) == (False, False), v
+    else:
+        assert v.get(one) == 1 and len(v) == 4, v
+        assert operand_vec(v) == ((True, False) if one == "a_vec" else (False, True))
 
 
 def test_vec_per_operand_variants():
     cfg = S10.default_config
-    # nt: both rows are K long, so only a misaligned base parts them
-    assert S10.variant(cfg, dense(64, 64, 64, "nt", a_off=1)) == {"vec": 0, "a_k_major": 1, "b_n_major": 0, "b_vec": 1}
-    # the kernel's template takes the two sizes apart; the fully 16-byte variant never transposes
-    assert ", true, false, " in S10.template(cfg, {"vec": 0, "a_k_major": 1, "b_n_major": 1, "a_vec": 1})
-    assert S10.template(cfg, {"vec": 1, "a_k_major": 1, "b_n_major": 1}).endswith("true, true, true, true, false>")
+    # nt: both rows are K long, a misaligned base parts them; a K-major operand keeps no 16-byte copies alone
+    assert S10.variant(cfg, dense(64, 64, 64, "nt", a_off=1)) == {"vec": 0, "a_k_major": 1, "b_n_major": 0}
+    # the template takes the two sizes apart (..., stages, A_VEC, B_VEC, A_K_MAJOR, B_N_MAJOR, TRANSPOSE_IN>);
+    # a fully 16-byte variant never transposes
+    assert S10.template(cfg, {"vec": 0, "a_k_major": 0, "b_n_major": 1, "a_vec": 1}).endswith(
+        ", 3, true, false, false, true, true>")
+    assert S10.template(cfg, {"vec": 1, "a_k_major": 1, "b_n_major": 1}).endswith(", 3, true, true, true, true, false>")
+    mixed = [v for v in S10.variants(cfg) if len(v) == 4]
+    assert [(v["a_k_major"], v["b_n_major"], next(k for k in v if k.endswith("_vec") and k != "vec")) for v in mixed] \
+        == list(s10_cp_async.ONE_OPERAND_VEC)
     names = {S10.kernel_name(cfg, x) for x in S10.variants(cfg)}
-    assert len(names) == len(S10.variants(cfg)) == 16
+    assert len(names) == len(S10.variants(cfg)) == 8 + len(mixed)
 
 
 @pytest.mark.parametrize("variant,turned", [
     ({"vec": 0, "a_k_major": 1, "b_n_major": 1}, (True, False)),                 # nn: A
-    ({"vec": 0, "a_k_major": 1, "b_n_major": 1, "b_vec": 1}, (True, False)),     # nn, B 16-byte: A still
-    ({"vec": 0, "a_k_major": 1, "b_n_major": 1, "a_vec": 1}, (False, False)),    # nn, A 16-byte: nothing to turn
     ({"vec": 0, "a_k_major": 0, "b_n_major": 0}, (False, True)),                 # tt: B
-    ({"vec": 0, "a_k_major": 0, "b_n_major": 0, "a_vec": 1}, (False, True)),
-    ({"vec": 0, "a_k_major": 0, "b_n_major": 0, "b_vec": 1}, (False, False)),
+    ({"vec": 0, "a_k_major": 0, "b_n_major": 0, "a_vec": 1}, (False, True)),     # tt, A 16-byte: B still
     ({"vec": 0, "a_k_major": 1, "b_n_major": 0}, (False, False)),                # nt: neither
-    ({"vec": 0, "a_k_major": 1, "b_n_major": 0, "a_vec": 1}, (False, True)),     # nt, A 16-byte: B, so nn's core
-    ({"vec": 0, "a_k_major": 1, "b_n_major": 0, "b_vec": 1}, (False, False)),
     ({"vec": 0, "a_k_major": 0, "b_n_major": 1}, (False, False)),                # tn: nothing K-major
+    ({"vec": 0, "a_k_major": 0, "b_n_major": 1, "a_vec": 1}, (False, False)),
+    ({"vec": 0, "a_k_major": 0, "b_n_major": 1, "b_vec": 1}, (False, False)),
     ({"vec": 1, "a_k_major": 1, "b_n_major": 1}, (False, False)),
 ])
 def test_transposed_in_per_operand(variant, turned):
@@ -139,8 +145,6 @@ def test_transposed_in_per_operand(variant, turned):
     assert S10.transposed_in(S10.config({"transpose_in": 0}), variant) == (False, False)
     a_t, b_t = turned
     assert S10.smem_bytes(cfg, variant) == 3 * (128 + 256 + 4 * (a_t + b_t)) * 32 * 4
-    # the template passes the instantiation S10CpAsync::A_T / B_T decide on
-    assert S10.template(cfg, variant).endswith(", true>" if not variant["vec"] else ", false>")
 
 
 def test_degenerate_strides_pick_the_usable_layout():
@@ -511,7 +515,7 @@ SMALL = {"block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32, "k_unroll": 1
 
 @pytest.mark.parametrize("a_swizzle", [1, 0])
 @pytest.mark.parametrize("block_k", [8, 16, 32])
-@pytest.mark.parametrize("index", range(16))
+@pytest.mark.parametrize("index", range(len(S10.variants(S10.default_config))))
 def test_s10_copies_and_fragment_reads_agree(index, block_k, a_swizzle):
     cfg = S10.config(dict(SMALL, block_k=block_k, a_swizzle=a_swizzle))
     variant = S10.variants(cfg)[index]
@@ -558,11 +562,10 @@ def test_smem_accesses_shapes_and_banks():
             nn = variant["a_k_major"] and variant["b_n_major"]
             tt = not variant["a_k_major"] and not variant["b_n_major"]
             a_vec, b_vec = operand_vec(variant)
-            nt = variant["a_k_major"] and not variant["b_n_major"]
-            # nn turns a 4-byte A, tt a 4-byte B, nt a 4-byte B beside a 16-byte A
-            assert turned == (spec is S10 and ((nn and not a_vec) or (tt and not b_vec) or (nt and a_vec and not b_vec)))
-            if turned:  # A into [k][m] or B into [k][n]: the core then reads A M-major or B N-major
-                assert layout["b_n_major"] and (nt or not layout["a_k_major"])
+            # nn turns a 4-byte A, tt a 4-byte B (beside a 16-byte A too), nt neither
+            assert turned == (spec is S10 and ((nn and not a_vec) or (tt and not b_vec)))
+            if turned:  # nn: A into [k][m]; tt: B into [k][n]; the core then reads A M-major, B N-major
+                assert not layout["a_k_major"] and layout["b_n_major"]
                 assert (layout["a_ld"], layout["b_ld"]) == ((132, 256) if nn else (128, 260))
             variant = layout
             # s11 reads a K-major B one k at a time in tt with 16 rows per thread (b_scalar's rule;
@@ -661,27 +664,25 @@ def test_gpu_s10_transpose_in(transpose_in, tile):
 @pytest.mark.parametrize("transpose_in", [1, 0])
 @pytest.mark.parametrize("tile", range(len(S10_TILES)))
 def test_gpu_s10_one_operand_vec(transpose_in, tile):
-    """One operand on 16-byte copies beside the other on 4-byte ones (each of the 8 mixed variants,
-    test_vec_per_operand's shapes), with interior and edge tiles, batched, and nt with one base
-    misaligned by a float."""
+    """One operand on 16-byte copies beside the other on 4-byte ones (each variant of
+    ONE_OPERAND_VEC, test_vec_per_operand's shapes), with interior and edge tiles, batched, and a
+    tn with A's base misaligned by a float."""
     import torch
 
     import gemmlab
     from gemmlab.check import check_stage, compare
 
     cfg = {**S10_TILES[tile], "transpose_in": transpose_in}
-    for layout, M, N, K in (("nn", 333, 555, 260), ("nn", 333, 556, 777), ("tn", 332, 555, 777),
-                            ("tn", 333, 556, 777), ("tt", 332, 555, 777), ("tt", 333, 555, 776)):
+    for layout, M, N, K in (("tn", 332, 555, 777), ("tn", 333, 556, 777), ("tt", 332, 555, 777)):
         assert len(S10.variant(S10.config(cfg), dense(M, N, K, layout))) == 4  # one operand 16-byte
         for batch in (None, 2):
             r = check_stage("s10", M, N, K, layout, config=cfg, batch=batch)
             assert r.correct, (cfg, layout, M, N, K, batch, r)
     M, N, K = 300, 520, 516
-    for off_a in (1, 0):
-        a = torch.randn(M * K + 1, device="cuda")[off_a:off_a + M * K].view(M, K)
-        bt = torch.randn(N * K + 1, device="cuda")[1 - off_a:1 - off_a + N * K].view(N, K)
-        out = gemmlab.gemm(a, bt.t(), stage="s10", config=cfg)
-        assert compare(out, a.double() @ bt.t().double(), K).correct, (cfg, off_a)
+    a = torch.randn(K * M + 1, device="cuda")[1:].view(K, M).t()  # M-major, base 4 bytes off
+    b = torch.randn(K, N, device="cuda")
+    out = gemmlab.gemm(a, b, stage="s10", config=cfg)
+    assert compare(out, a.double() @ b.double(), K).correct, cfg
 
 
 @pytest.mark.gpu

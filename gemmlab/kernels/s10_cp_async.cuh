@@ -14,8 +14,7 @@
 // TRANSPOSE_IN turns a K-major operand on 4-byte copies: in nn A is written as As[k][m] instead,
 // in tt B as Bs[k][n], rows padded by 4 floats (copy/cp_async_tile.cuh, TransposingCopier), so
 // the core runs the outer-product layout (A M-major, B N-major), whose fragments keep clear of
-// register-bank conflicts; in nt B only when A has the 16-byte copies (the core then runs nn's
-// As[m][k] with Bs[k][n]), else neither.
+// register-bank conflicts; nt keeps both as they are.
 // WarpTileCore (mma/warp_tile.cuh: fragment loads, FFMAs, epilogue) is shared with s11, which
 // replaces only the copies; TileCopier (copy/cp_async_tile.cuh) is this stage's copy.
 #pragma once
@@ -31,12 +30,11 @@ template <int BLOCK_M_, int BLOCK_N_, int BLOCK_K_, int WARP_M_, int WARP_N_, in
 struct S10CpAsync {
     // One operand at most, and only one on 4-byte copies (a 16-byte copy cannot transpose): A
     // K-major with B N-major (nn) into As[k][m], B K-major with A M-major (tt) into Bs[k][n]. In nt
-    // B when A has 16-byte copies, else neither: turning both around made every copy a transposing
-    // one and 64x128 x2 ran slower than with neither (257x4001x999 nt 119 against 104 us); turning
-    // B alone beside A's 4-byte copies gained nothing at 64x64 (777x555x333 nt 22.8 against 22.6;
-    // docs/stages/s10-s11.md).
+    // neither: turning both around made every copy a transposing one and 64x128 x2 ran slower than
+    // with neither (257x4001x999 nt 119 against 104 us); turning B alone gained nothing at 64x64
+    // (777x555x333 nt 22.8 against 22.6; docs/stages/s10-s11.md).
     static constexpr bool A_T = TRANSPOSE_IN_ && !A_VEC_ && A_K_MAJOR_ && B_N_MAJOR_;
-    static constexpr bool B_T = TRANSPOSE_IN_ && !B_VEC_ && !B_N_MAJOR_ && (!A_K_MAJOR_ || A_VEC_);
+    static constexpr bool B_T = TRANSPOSE_IN_ && !B_VEC_ && !B_N_MAJOR_ && !A_K_MAJOR_;
     using Core = WarpTileCore<BLOCK_M_, BLOCK_N_, BLOCK_K_, WARP_M_, WARP_N_, K_UNROLL_, A_SWIZZLE_, A_K_MAJOR_ && !A_T,
                               B_N_MAJOR_ || B_T, 0, false, A_T ? BLOCK_M_ + 4 : 0, B_T ? BLOCK_N_ + 4 : 0>;
     static constexpr int BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_, BLOCK_K = BLOCK_K_;

@@ -1,11 +1,12 @@
 """s10 cp_async (notes 000 §10.1–10.4): the warp-tiled SIMT FFMA kernel fed by a multistage
 cp.async pipeline (LDGSTS straight into shared memory, commit/wait_group, one barrier per K tile).
 
-Variants: the copies of each operand, 16-byte cp.async.cg where every row start of that operand
-is 16-byte aligned with a unit inner stride, else 4-byte cp.async.ca (``vec`` 1: both 16-byte;
-``vec`` 0: both 4-byte, or with ``a_vec``/``b_vec`` 1 that one operand 16-byte), times the shared
-layout of each operand, which follows its global layout: ``a_k_major`` (A row-major: As[m][k],
-swizzled; else As[k][m]) and ``b_n_major`` (B row-major: Bs[k][n]; else Bs[n][k], swizzled), as
+Variants: the size of the copies, 16-byte cp.async.cg where every row start of an operand is
+16-byte aligned with a unit inner stride, else 4-byte cp.async.ca (``vec`` 1: both operands
+16-byte; ``vec`` 0: both 4-byte, or with ``a_vec``/``b_vec`` 1 that one operand 16-byte, where A
+is M-major and the 16-byte operand not K-major: see ``ONE_OPERAND_VEC``), times the shared layout
+of each operand, which follows its global layout: ``a_k_major`` (A row-major: As[m][k], swizzled;
+else As[k][m]) and ``b_n_major`` (B row-major: Bs[k][n]; else Bs[n][k], swizzled), as
 gemmlab/problem.py's operand views decide them (``Problem.a_k_major``, ``Operand.vec_aligned``).
 Every shape and stride works; D alignment is checked in the kernel (16-byte stores where possible).
 """
@@ -17,6 +18,13 @@ SMEM_LIMIT = 227 * 1024  # H200 opt-in shared memory per block
 SMEM_PER_SM = 228 * 1024  # H200 shared memory per SM (what min_blocks blocks must share)
 RESERVED_SMEM = 1024     # static shared memory ptxas reserves in these kernels (cuobjdump: "shared 1024")
 LANES_M, LANES_N = 4, 8
+# (a_k_major, b_n_major, operand): where one aligned operand keeps its 16-byte copies beside an
+# unaligned one on 4-byte copies; elsewhere both take 4-byte copies. Measured on the H200
+# (scripts/operand_vec_probe.py, docs/stages/s10-s11.md): with A M-major it pays (4096x17x4096 tn
+# 54.7 -> 44.3 us, 601x900x301 tn 25.9 -> 25.6, 512x333x777 tt 22.8 -> 22.2); a 16-byte K-major
+# operand loses the turned [k][x] tile's layout (333x512x1024 tt 24.0 -> 24.6), and in nn even a
+# 16-byte B beside the turned A lost at 64x64 (1001x2048x1023 135 -> 193 us).
+ONE_OPERAND_VEC = ((0, 1, "a_vec"), (0, 1, "b_vec"), (0, 0, "a_vec"))
 
 
 class CpAsync(StageSpec):
@@ -100,16 +108,15 @@ class CpAsync(StageSpec):
     @staticmethod
     def transposed_in(cfg, variant) -> tuple[bool, bool]:
         """S10CpAsync::A_T / B_T: whether A / B (4-byte copies, ``transpose_in``) land as [k][x]
-        tiles: A in nn, B in tt, and in nt B when A has the 16-byte copies (one operand at most).
-        With no variant (the constraints: one size per config) both count."""
+        tiles: A in nn, B in tt (one operand at most; nt keeps both). With no variant (the
+        constraints: one size per config) both count."""
         if not cfg.get("transpose_in", 0):
             return False, False
         if not variant:
             return True, True
         a_vec, b_vec = operand_vec(variant)
         a_k, b_n = bool(variant.get("a_k_major", 1)), bool(variant.get("b_n_major", 1))
-        return (not a_vec and a_k and b_n,                       # nn: A
-                not b_vec and not b_n and (not a_k or a_vec))    # tt: B; nt: B beside A's 16-byte copies
+        return not a_vec and a_k and b_n, not b_vec and not a_k and not b_n  # nn: A, tt: B, nt: neither
 
     @staticmethod
     def smem_layout(cfg, variant) -> dict:
@@ -134,15 +141,17 @@ class CpAsync(StageSpec):
         # the first, `sass_scalar` on the last).
         majors = [(a, b) for a in (1, 0) for b in (1, 0)]
         return ([{"vec": 1, "a_k_major": a, "b_n_major": b} for a, b in majors]
-                + [{"vec": 0, "a_k_major": a, "b_n_major": b, one: 1} for one in ("a_vec", "b_vec") for a, b in majors]
+                + [{"vec": 0, "a_k_major": a, "b_n_major": b, one: 1} for a, b, one in ONE_OPERAND_VEC]
                 + [{"vec": 0, "a_k_major": a, "b_n_major": b} for a, b in majors])
 
     def variant(self, cfg, problem):
         # Every layout fact is the problem's (gemmlab/problem.py): 16-byte alignment and majorness.
         a_vec, b_vec = problem.operand("a").vec_aligned, problem.operand("b").vec_aligned
-        out = {"vec": int(a_vec and b_vec), "a_k_major": int(problem.a_k_major), "b_n_major": int(problem.b_n_major)}
-        if a_vec != b_vec:
-            out["a_vec" if a_vec else "b_vec"] = 1
+        a_k, b_n = int(problem.a_k_major), int(problem.b_n_major)
+        out = {"vec": int(a_vec and b_vec), "a_k_major": a_k, "b_n_major": b_n}
+        one = "a_vec" if a_vec else "b_vec"
+        if a_vec != b_vec and (a_k, b_n, one) in ONE_OPERAND_VEC:
+            out[one] = 1
         return out
 
     def template(self, cfg, variant):
