@@ -9,10 +9,9 @@ import math
 import sys
 
 from gemmlab import api
-from gemmlab.bench.candidates import Operands
 from gemmlab.heuristics import choice
 from gemmlab.stages import get
-from probe_common import compile_first, cublas_us, event_timer, run_checked
+from probe_common import event_timer, settings_table
 
 t = event_timer(target_seconds=0.1, max_seconds=1.0, min_reps=10, max_reps=300)
 SHAPES = [(4096, 17, 4096, "tn", 1), (8192, 19, 2048, "nn", 1), (2048, 1001, 1024, "nn", 1),
@@ -46,24 +45,4 @@ ROWS = [("auto", "auto", None, {}), ("auto 4B", "auto", None, {"mixed": False}),
         ("auto no-A^T", "auto", None, {"a_t": False}), ("auto no-A^T 4B", "auto", None, {"a_t": False, "mixed": False})]
 ROWS += [(f"s10 {k}{' 4B' if not m else ''}", "s10", c, {"mixed": m}) for k, c in TILES.items() for m in (True, False)]
 
-small = [Operands.make(M, N, K, lay, 0, batch=batch) for M, N, K, lay, batch in SHAPES]
-for _, stage, cfg, s in ROWS:
-    setting(**s)
-    compile_first([(o, stage, cfg) for o in small])
-del small
-print("us (ratio to cuBLAS in the same run) [what ran]", flush=True)
-for M, N, K, lay, batch in SHAPES:
-    ops = Operands.make(M, N, K, lay, 0, batch=batch)
-    ops.reference()
-    cub = cublas_us(t, ops)
-    cells = []
-    for label, stage, cfg, s in ROWS:
-        setting(**s)
-        try:
-            us, what, _ = run_checked(t, ops, stage, cfg)
-            cells.append(f"{label} {us:.1f} ({cub / us:.3f}){'' if stage == 's10' else f' [{what}]'}")
-        except Exception as e:  # noqa: BLE001
-            cells.append(f"{label} {type(e).__name__}: {str(e)[:60]}")
-    setting()
-    print(f"{M}x{N}x{K}{f'x{batch}' if batch > 1 else ''} {lay}: cuBLAS {cub:.1f} | " + " | ".join(cells), flush=True)
-    del ops
+settings_table(t, SHAPES, ROWS, lambda s: setting(**(s or {})))

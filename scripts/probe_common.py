@@ -71,6 +71,38 @@ def cublas_us(t, ops):
     return t(lambda: torch.mm(ops.a, ops.b, out=ops.out))
 
 
+def settings_table(t, shapes, rows, apply):
+    """Print one line per shape ((M, N, K, layout, batch) each): cuBLAS, then each row (label,
+    stage, config, setting) timed with ``t`` after ``apply(setting)`` (a module-level knob of the
+    runtime, such as a threshold or a stage's variant rule; ``apply(None)`` restores it), as
+    "label us (ratio to cuBLAS) [what ran]"; every plan is built and compiled first and checked
+    against float64 before it is timed (:func:`run_checked`)."""
+    from gemmlab.bench.candidates import Operands
+
+    small = [Operands.make(M, N, K, lay, 0, batch=batch) for M, N, K, lay, batch in shapes]
+    for _, stage, cfg, setting in rows:
+        apply(setting)
+        compile_first([(o, stage, cfg) for o in small])
+    del small
+    print("us (ratio to cuBLAS in the same run) [what ran]", flush=True)
+    for M, N, K, lay, batch in shapes:
+        ops = Operands.make(M, N, K, lay, 0, batch=batch)
+        ops.reference()
+        cub = cublas_us(t, ops)
+        cells = []
+        for label, stage, cfg, setting in rows:
+            apply(setting)
+            try:
+                us, what, _ = run_checked(t, ops, stage, cfg)
+                cells.append(f"{label} {us:.1f} ({cub / us:.3f}){'' if stage == 's10' else f' [{what}]'}")
+            except Exception as e:  # noqa: BLE001
+                cells.append(f"{label} {type(e).__name__}: {str(e)[:60]}")
+        apply(None)
+        print(f"{M}x{N}x{K}{f'x{batch}' if batch > 1 else ''} {lay}: cuBLAS {cub:.1f} | " + " | ".join(cells),
+              flush=True)
+        del ops
+
+
 def checked_timer(t, sep=" + "):
     """timed(ops, stage, config) -> (us, kernel names joined by ``sep``): :func:`_checked_plan`,
     then timed with ``t`` (event_timer); NaN and the reason where it cannot be built or is wrong."""

@@ -10,10 +10,9 @@ import math
 import sys
 
 from gemmlab import api
-from gemmlab.bench.candidates import Operands
 from gemmlab.heuristics import choice
 from gemmlab.stages import get
-from probe_common import compile_first, cublas_us, event_timer, run_checked
+from probe_common import event_timer, settings_table
 
 t = event_timer(target_seconds=0.1, max_seconds=1.0, min_reps=10, max_reps=300)
 SHAPES = [(777, 555, 333, "nn", 1), (777, 555, 333, "nt", 1), (777, 555, 333, "tt", 1), (513, 1025, 257, "tt", 1),
@@ -40,28 +39,8 @@ def setting(transpose_in, repack=True):
     api.clear_plan_cache()
 
 
-ROWS = [("auto", "auto", None, 1, True), ("auto ti0", "auto", None, 0, True), ("auto no-rp", "auto", None, 1, False),
-        ("auto no-rp ti0", "auto", None, 0, False)]
-ROWS += [(f"s10 {k} ti{ti}", "s10", {**v, "transpose_in": ti}, 1, True) for k, v in TILES.items() for ti in (1, 0)]
+ROWS = [("auto", "auto", None, (1, True)), ("auto ti0", "auto", None, (0, True)), ("auto no-rp", "auto", None, (1, False)),
+        ("auto no-rp ti0", "auto", None, (0, False))]
+ROWS += [(f"s10 {k} ti{ti}", "s10", {**v, "transpose_in": ti}, (1, True)) for k, v in TILES.items() for ti in (1, 0)]
 
-small = [Operands.make(M, N, K, lay, 0, batch=batch) for M, N, K, lay, batch in SHAPES]
-for ti, rp in ((1, True), (0, True), (1, False), (0, False)):
-    setting(ti, rp)
-    compile_first([(o, stage, cfg) for o in small for _, stage, cfg, t_in, rep in ROWS if (t_in, rep) == (ti, rp)])
-del small
-print("us (ratio to cuBLAS in the same run) [what ran]", flush=True)
-for M, N, K, lay, batch in SHAPES:
-    ops = Operands.make(M, N, K, lay, 0, batch=batch)
-    ops.reference()
-    cub = cublas_us(t, ops)
-    cells = []
-    for label, stage, cfg, ti, rp in ROWS:
-        setting(ti, rp)
-        try:
-            us, what, _ = run_checked(t, ops, stage, cfg)
-            cells.append(f"{label} {us:.1f} ({cub / us:.3f}){'' if stage == 's10' else f' [{what}]'}")
-        except Exception as e:  # noqa: BLE001
-            cells.append(f"{label} {type(e).__name__}: {str(e)[:60]}")
-    setting(1, True)
-    print(f"{M}x{N}x{K}{f'x{batch}' if batch > 1 else ''} {lay}: cuBLAS {cub:.1f} | " + " | ".join(cells), flush=True)
-    del ops
+settings_table(t, SHAPES, ROWS, lambda s: setting(*(s or (1, True))))
