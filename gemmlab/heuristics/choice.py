@@ -47,6 +47,8 @@ from .tensor_core import tensor_core_choice
 # both within 4%; 129x257x1025x16 tn (21) 88.5 -> 92.5. 100 takes the clear gain only.
 REPACK_MIN_FLOP_PER_BYTE = 100
 TRANSPOSE_B_MIN_M = 1024       # K-major B is transposed when M >= this: 2MNK / 8KN = M/4 FLOP per byte
+# (below it the copy is all the transpose adds: 768x768x2048 nt 80.3 -> 87.4 us transposed, 11 of 12
+# shapes slower; scripts/b_transpose_min_m_probe.py, results/h200/logs/b-transpose-min-m-probe.txt)
 # A row-major A is transposed when N >= this. On the H200 s11 reads a column-major A (As[k][m])
 # 4-10% faster than a row-major one (scripts/tn_probe.py, results/h200/logs/tn-probe.txt: 4096^3
 # 2.67 against 2.77 ms with the copy, 8192^3 21.0 against 21.8); the copy moves 8MK bytes (3.0-3.2
