@@ -5,21 +5,16 @@ in the same run. The rule is set on the wide suite's shapes and our own; the hel
 the end are only reported. CUDA events, L2 flushed, median, microseconds; every plan checked
 against float64 first.
     python3 scripts/b_transpose_min_m_probe.py [M N K layout batch ...]"""
-import sys
-
 from gemmlab import api
 from gemmlab.heuristics import choice
-from probe_common import event_timer, settings_table
+from probe_common import event_timer, settings_table, shapes_arg
 
 t = event_timer(target_seconds=0.1, max_seconds=1.0, min_reps=10, max_reps=300)
 WIDE = [(768, 768, 2048, "nt", 1), (896, 896, 4096, "tt", 1), (512, 256, 65536, "nt", 1), (256, 8192, 4096, "nt", 1),
         (256, 8192, 1024, "tt", 1), (512, 512, 512, "nt", 1), (700, 700, 700, "tt", 1), (256, 512, 32768, "tt", 1)]
 OWN = [(640, 2048, 2048, "nt", 1), (768, 3072, 768, "nt", 1), (512, 4096, 4096, "nt", 1), (384, 1536, 6144, "tt", 1)]
 HELD_OUT = [(512, 512, 32768, "nt", 1), (96, 1024, 8192, "nt", 1), (96, 1024, 8192, "tt", 1)]
-SHAPES = WIDE + OWN + HELD_OUT
-if len(sys.argv) > 1:
-    v = sys.argv[1:]
-    SHAPES = [(int(v[i]), int(v[i + 1]), int(v[i + 2]), v[i + 3], int(v[i + 4])) for i in range(0, len(v), 5)]
+SHAPES = shapes_arg(WIDE + OWN + HELD_OUT)
 MIN_M = choice.TRANSPOSE_B_MIN_M
 
 

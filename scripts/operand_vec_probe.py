@@ -6,20 +6,17 @@ repack (heuristics.choice.REPACK_MIN_FLOP_PER_BYTE = inf) and without the A tran
 median, microseconds; every plan checked against float64 first.
     python3 scripts/operand_vec_probe.py [M N K layout batch ...]"""
 import math
-import sys
 
 from gemmlab import api
 from gemmlab.heuristics import choice
 from gemmlab.stages import get
-from probe_common import event_timer, settings_table
+from probe_common import event_timer, settings_table, shapes_arg
 
 t = event_timer(target_seconds=0.1, max_seconds=1.0, min_reps=10, max_reps=300)
 SHAPES = [(4096, 17, 4096, "tn", 1), (8192, 19, 2048, "nn", 1), (2048, 1001, 1024, "nn", 1),
           (1001, 2048, 1023, "nn", 1), (601, 900, 301, "tn", 1), (333, 512, 1024, "tt", 1),
           (512, 333, 777, "tt", 1), (257, 4001, 999, "nt", 1), (333, 555, 260, "nn", 8)]
-if len(sys.argv) > 1:
-    v = sys.argv[1:]
-    SHAPES = [(int(v[i]), int(v[i + 1]), int(v[i + 2]), v[i + 3], int(v[i + 4])) for i in range(0, len(v), 5)]
+SHAPES = shapes_arg(SHAPES)
 TILES = {"64x64": {"block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32, "stages": 3, "min_blocks": 3},
          "128x32": {"block_m": 128, "block_n": 32, "warp_m": 32, "warp_n": 32, "stages": 3, "min_blocks": 2}}
 S10 = get("s10")

@@ -21,6 +21,17 @@ def event_timer(target_seconds=0.1, max_seconds=1.0, min_reps=10, max_reps=300, 
     return t
 
 
+def shapes_arg(default):
+    """The probe's shapes: ``M N K layout batch`` groups from the command line, else ``default``
+    ((M, N, K, layout, batch) each)."""
+    import sys
+
+    v = sys.argv[1:]
+    if not v:
+        return default
+    return [(int(v[i]), int(v[i + 1]), int(v[i + 2]), v[i + 3], int(v[i + 4])) for i in range(0, len(v), 5)]
+
+
 def compile_first(jobs, workers=16):
     """Build every plan of ``jobs`` ((Operands, stage, config) each) once, ``workers`` at a time, so
     that the kernels are compiled (NVRTC runs outside the GIL) and cached before anything is

@@ -4,7 +4,6 @@ the copies into an aligned workspace, then s11 on TMA), and a few s11 tiles with
 forced; with each repacked plan's kernels timed one by one (torch profiler, L2 flushed before).
 CUDA events, L2 flushed, median, microseconds; every plan checked against float64 first.
     python3 scripts/repack_probe.py [M N K layout batch ...]"""
-import sys
 
 import torch
 
@@ -12,16 +11,14 @@ from gemmlab import api
 from gemmlab.bench.candidates import Operands
 from gemmlab.bench.timing import L2Flush
 from gemmlab.heuristics import choice
-from probe_common import compile_first, cublas_us, event_timer, run_checked
+from probe_common import compile_first, cublas_us, event_timer, run_checked, shapes_arg
 
 t = event_timer(target_seconds=0.1, max_seconds=1.0, min_reps=10, max_reps=300)
 SHAPES = [(777, 555, 333, "nn", 1), (777, 555, 333, "nt", 1), (777, 555, 333, "tt", 1), (513, 1025, 257, "tt", 1),
           (333, 555, 777, "tt", 8), (1001, 999, 1003, "nn", 1), (2047, 2049, 511, "nt", 1), (3001, 1999, 777, "nn", 1),
           (4095, 1023, 2049, "tn", 1), (3333, 1111, 2222, "nn", 1), (3333, 1111, 2222, "nt", 1),
           (601, 901, 301, "nn", 1), (1999, 333, 1501, "tt", 1), (257, 4001, 999, "nt", 1), (129, 257, 1025, "tn", 16)]
-if len(sys.argv) > 1:
-    v = sys.argv[1:]
-    SHAPES = [(int(v[i]), int(v[i + 1]), int(v[i + 2]), v[i + 3], int(v[i + 4])) for i in range(0, len(v), 5)]
+SHAPES = shapes_arg(SHAPES)
 TILES = {"64x64": {"block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32, "min_blocks": 3},
          "64x128": {"block_m": 64, "block_n": 128, "warp_m": 32, "warp_n": 64, "min_blocks": 2},
          "128x128": {"block_m": 128, "block_n": 128, "warp_m": 64, "warp_n": 64, "min_blocks": 1}}

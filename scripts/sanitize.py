@@ -11,7 +11,8 @@ from gemmlab.check import compare, reference
 
 for stage in sys.argv[1:] or ["s09", "s10", "s11"]:
     # 300x600x99 nt: unaligned K-major A and B with whole tiles inside (s10's transposing copies, fast path);
-    # 300x601x100 nn and 300x600x99 tt: one operand on 16-byte copies beside the other on 4-byte ones
+    # 300x601x100 nn: only A's rows aligned (nn keeps one copy size: both 4-byte, A turned);
+    # 300x600x99 tt: A on 16-byte copies beside B's 4-byte turned ones (s10's a_vec variant)
     for (M, N, K, layout) in ((129, 257, 67, "nn"), (200, 136, 72, "tn"), (256, 256, 96, "nt"), (64, 64, 1, "tt"),
                               (300, 600, 99, "nt"), (300, 601, 100, "nn"), (300, 600, 99, "tt")):
         a = torch.rand(K, M, device="cuda").t() if layout[0] == "t" else torch.rand(M, K, device="cuda")

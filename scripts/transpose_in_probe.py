@@ -7,12 +7,11 @@ every plan checked against float64 first.
     python3 scripts/transpose_in_probe.py [M N K layout batch ...]"""
 import dataclasses
 import math
-import sys
 
 from gemmlab import api
 from gemmlab.heuristics import choice
 from gemmlab.stages import get
-from probe_common import event_timer, settings_table
+from probe_common import event_timer, settings_table, shapes_arg
 
 t = event_timer(target_seconds=0.1, max_seconds=1.0, min_reps=10, max_reps=300)
 SHAPES = [(777, 555, 333, "nn", 1), (777, 555, 333, "nt", 1), (777, 555, 333, "tt", 1), (513, 1025, 257, "tt", 1),
@@ -20,9 +19,7 @@ SHAPES = [(777, 555, 333, "nn", 1), (777, 555, 333, "nt", 1), (777, 555, 333, "t
           (601, 1203, 4099, "nn", 1), (2047, 2049, 511, "nt", 1), (1001, 999, 1003, "nn", 1),
           (4095, 1023, 2049, "tn", 1), (3333, 1111, 2222, "nt", 1), (129, 257, 1025, "tn", 16),
           (255, 255, 255, "nt", 32)]
-if len(sys.argv) > 1:
-    v = sys.argv[1:]
-    SHAPES = [(int(v[i]), int(v[i + 1]), int(v[i + 2]), v[i + 3], int(v[i + 4])) for i in range(0, len(v), 5)]
+SHAPES = shapes_arg(SHAPES)
 TILES = {"64x64": {"block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32, "stages": 3, "min_blocks": 3},
          "64x128": {"block_m": 64, "block_n": 128, "warp_m": 32, "warp_n": 64, "stages": 3, "min_blocks": 2},
          "128x128": {"block_m": 128, "block_n": 128, "warp_m": 64, "warp_n": 64, "block_k": 16, "k_unroll": 1}}

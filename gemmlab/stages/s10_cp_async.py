@@ -248,19 +248,19 @@ def copy_stores(cfg, variant, threads) -> dict:
     """Shared-memory byte addresses written by warp 0's cp.async instructions for one K tile
     (``variant``: the layout the core reads, CpAsync.smem_layout)."""
     bm, bn, bk = cfg["block_m"], cfg["block_n"], cfg["block_k"]
-    unit_of = dict(zip(("a_store", "b_store"), (4 if v else 1 for v in operand_vec(variant))))
+    a_vec, b_vec = operand_vec(variant)
     out = {}
     if variant.get("a_t"):
         out["a_store"] = transposing_stores(bm, bk, variant["a_ld"], threads)
     if variant.get("b_t"):
         out["b_store"] = transposing_stores(bn, bk, variant["b_ld"], threads)
-    for kind, (outer, inner, swizzle) in (
-        ("a_store", (bm, bk, a_rows_swizzled(cfg, variant)) if variant["a_k_major"] else (bk, bm, False)),
-        ("b_store", (bk, bn, False) if variant["b_n_major"] else (bn, bk, True)),
+    for kind, vec, (outer, inner, swizzle) in (
+        ("a_store", a_vec, (bm, bk, a_rows_swizzled(cfg, variant)) if variant["a_k_major"] else (bk, bm, False)),
+        ("b_store", b_vec, (bk, bn, False) if variant["b_n_major"] else (bn, bk, True)),
     ):
         if kind in out:
             continue
-        unit = unit_of[kind]
+        unit = 4 if vec else 1
         per_row = inner // unit
         units = outer * per_row
         insns = []
@@ -295,9 +295,9 @@ STAGE = CpAsync(
         Param("stages", 3, "shared-memory buffers in the cp.async pipeline"),
         Param("group_m", 8, "tile rows per L2 group in the block order"),
         Param("min_blocks", 1, "blocks per SM that __launch_bounds__ asks registers for (small tiles: 2-4)"),
-        Param("transpose_in", 1, "1: with 4-byte copies (rows not 16-byte aligned) the K-major operand of nn (A) or tt "
-              "(B) is copied into a [k][x] tile (rows padded by 4 floats), so the core reads A M-major and B N-major; "
-              "0: kept as [x][k] (nt always)",
+        Param("transpose_in", 1, "1: the K-major operand of nn (A) or tt (B), where it has 4-byte copies (rows not "
+              "16-byte aligned), is copied into a [k][x] tile (rows padded by 4 floats), so the core reads A M-major and "
+              "B N-major; 0: kept as [x][k] (nt always)",
               named_at_default=False),
     ),
     sass=("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDS.128", "FFMA"),
