@@ -23,6 +23,10 @@ def register(sub) -> None:
     p.add_argument("--shapes", default=DEFAULT_SHAPES, metavar="SPEC",
                    help="comma-separated MxNxK or MxNxKxBATCH, or suites: "
                         f"{', '.join(suites.SUITES)} (default {DEFAULT_SHAPES})")
+    p.add_argument("--entries", metavar="SPEC",
+                   help="instead of --shapes x --layouts: shapes each in its own layout, comma-separated "
+                        "MxNxK[xBATCH]:LAYOUT or suites that give every shape a layout "
+                        f"({', '.join(suites.LAYOUT_SUITES)})")
     p.add_argument("--layouts", default="nn", metavar="L,...",
                    help=f"A and B storage, comma-separated from {','.join(LAYOUTS)} (default nn)")
     p.add_argument("--budget", type=float, default=None, metavar="SECONDS",
@@ -76,11 +80,27 @@ def parse_devices(text: str | None):
     return tuple(out)
 
 
+def parse_entries(spec: str) -> list[tuple]:
+    """--entries: (M, N, K, batch, layout) each with a layout (ShapeError naming the first without)."""
+    entries = suites.parse_entries(spec)
+    missing = [e for e in entries if e[4] is None]
+    if missing:
+        M, N, K, B, _ = missing[0]
+        raise suites.ShapeError(f"{M}x{N}x{K}" + (f"x{B}" if B > 1 else "") + " has no layout; write it "
+                                "MxNxK:LAYOUT (or use --shapes with --layouts)")
+    return entries
+
+
 def cmd_tune(args) -> int:
+    entries = None
     try:
-        shapes = suites.parse(args.shapes)
+        if args.entries:
+            entries = parse_entries(args.entries)
+            shapes = [e[:4] for e in entries]
+        else:
+            shapes = suites.parse(args.shapes)
     except suites.ShapeError as e:
-        usage_error(f"--shapes: {e}")
+        usage_error(f"--{'entries' if args.entries else 'shapes'}: {e}")
     try:
         layouts = parse_layouts(args.layouts)
         devices = parse_devices(args.devices)
@@ -127,7 +147,7 @@ def cmd_tune(args) -> int:
                             f"({', '.join(str(theirs.get(k)) for k in ident)}); choose another --out")
 
     result = run(Settings(shapes=shapes, layouts=layouts, budget=args.budget, top=args.top, every_tile=args.every_tile,
-                            devices=devices))
+                            devices=devices, entries=entries))
     paths = write(result, args.out, args.ship)
     for p in paths:
         print(f"gemmlab: wrote {p}", file=sys.stderr)

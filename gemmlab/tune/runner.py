@@ -93,7 +93,11 @@ class Item:
         return {**self.config_dict(), "split_k": int(self.split_k), "repack": int(bool(repack))}
 
 
-def jobs_for(shapes, layouts) -> list[Job]:
+def jobs_for(shapes, layouts, entries=None) -> list[Job]:
+    """Every shape in every layout; or, given ``entries`` ((M, N, K, batch, layout), ...), each
+    shape in its own layout only."""
+    if entries is not None:
+        return [Job(*e[:4], e[4]) for e in entries]
     return [Job(*s[:3], s[3] if len(s) > 3 else 1, lay) for s in shapes for lay in layouts]
 
 
@@ -285,6 +289,7 @@ class Settings:
     devices: tuple | None = None           # None: every visible GPU
     policy: Policy = field(default_factory=lambda: SHORT_POLICY)
     compile_workers: int | None = None
+    entries: list | None = None            # [(M, N, K, batch, layout), ...]: instead of shapes x layouts
 
 
 @dataclass
@@ -535,7 +540,7 @@ def run(settings: Settings, progress=None) -> dict:
 
     # Jobs, round-robin over the devices; shortlists on the CPU.
     stream = progress or sys.stderr
-    jobs = jobs_for(settings.shapes, settings.layouts)
+    jobs = jobs_for(settings.shapes, settings.layouts, settings.entries)
     results, plans = [], []
     kernels: dict = {}
     for i, job in enumerate(jobs):
@@ -558,8 +563,9 @@ def run(settings: Settings, progress=None) -> dict:
         plans.append(items)
 
     names = sorted({torch.cuda.get_device_name(d) for d in devices})
-    print(f"gemmlab tune: {len(jobs)} job(s) ({len(settings.shapes)} shape(s) x {len(settings.layouts)} "
-          f"layout(s)), {sum(map(len, plans))} candidate(s), on {len(devices)} GPU(s) ({', '.join(names)})"
+    what = (f"{len(settings.shapes)} shape(s) x {len(settings.layouts)} layout(s)" if settings.entries is None
+            else f"{len(settings.entries)} shape(s) in their own layouts")
+    print(f"gemmlab tune: {len(jobs)} job(s) ({what}), {sum(map(len, plans))} candidate(s), on {len(devices)} GPU(s) ({', '.join(names)})"
           + (f"; budget {settings.budget:g} s" if settings.budget else ""), file=stream, flush=True)
     compile_errors = compile_all(kernels, settings.compile_workers,
                                  lambda msg: print(msg, file=stream, flush=True))
