@@ -40,7 +40,7 @@ namespace gemmlab {
 
 template <int BLOCK_M_, int BLOCK_N_, int BLOCK_K_, int WARP_M_, int WARP_N_, int K_UNROLL_, bool A_SWIZZLE_,
           int STAGES_, bool PRODUCER_WARP_, bool CONSUMER_SYNC_, bool A_K_MAJOR_, bool B_N_MAJOR_, int CLUSTER_K_ = 1,
-          int FFMA_ROTATE_ = 0, bool B_SCALAR_ = false, int B_TRANSPOSE_ = 0>
+          int FFMA_ROTATE_ = 0, bool B_SCALAR_ = false, int B_TRANSPOSE_ = 0, bool FRAG_PREFETCH_ = false>
 struct S11Tma {
     // B_T: a K-major B is transposed in shared memory; with B_TRANSPOSE_ 1 the core then reads B
     // as N-major; 2 (an experiment) makes the copy and reads Bs[n][k] as without it (the copy's cost).
@@ -49,7 +49,7 @@ struct S11Tma {
     static_assert(B_TRANSPOSE_ >= 0 && B_TRANSPOSE_ <= 2, "b_transpose: 0, 1 or 2");
     static_assert(!(B_READ_T && B_SCALAR_), "b_transpose and b_scalar: B's fragments are read one way");
     using Core = WarpTileCore<BLOCK_M_, BLOCK_N_, BLOCK_K_, WARP_M_, WARP_N_, K_UNROLL_, A_SWIZZLE_, A_K_MAJOR_,
-                              B_N_MAJOR_ || B_READ_T, FFMA_ROTATE_, B_SCALAR_>;
+                              B_N_MAJOR_ || B_READ_T, FFMA_ROTATE_, B_SCALAR_, 0, 0, FRAG_PREFETCH_>;
     using Transpose = WarpTransposeXK<Core, WARP_N_, BLOCK_N_>;
     static constexpr int BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_, BLOCK_K = BLOCK_K_;
     static constexpr int STAGES = STAGES_;

@@ -111,7 +111,7 @@ class Tma(CpAsync):
         out = super().constraints(cfg)
         if cfg["block_m"] > 256 or cfg["block_n"] > 256:
             out.append(f"block {cfg['block_m']}x{cfg['block_n']}: a TMA box is at most 256 per dimension")
-        for key in ("producer_warp", "consumer_sync", "ffma_rotate"):
+        for key in ("producer_warp", "consumer_sync", "ffma_rotate", "frag_prefetch"):
             if cfg.get(key, 0) not in (0, 1):
                 out.append(f"{key}={cfg[key]} must be 0 or 1")
         if cfg.get("b_scalar", -1) not in (-1, 0, 1):
@@ -182,7 +182,7 @@ class Tma(CpAsync):
                 f"{cfg['warp_n']}, {cfg['k_unroll']}, {b(cfg['a_swizzle'])}, {cfg['stages']}, {b(cfg['producer_warp'])}, "
                 f"{b(cfg['consumer_sync'])}, {b(variant['a_k_major'])}, {b(variant['b_n_major'])}, "
                 f"{variant.get('cluster_k', 1)}, {cfg.get('ffma_rotate', 0)}, {b(self.b_scalar(cfg, variant))}, "
-                f"{cfg.get('b_transpose', 0)}>")
+                f"{cfg.get('b_transpose', 0)}, {b(cfg.get('frag_prefetch', 0))}>")
 
     # ---- split-K in a cluster (kernels/epilogue/cluster_reduce.cuh) ----------------------------
     MAX_CLUSTER = 8  # a portable cluster
@@ -306,6 +306,10 @@ STAGE = Tma(
                                 "N-major B (shared memory: warps down the tile x block_k x block_n floats more); "
                                 "0 = B's fragments straight from Bs[n][k]; 2 = the copy made and not read (an "
                                 "experiment: what the copy alone costs)",
+              named_at_default=False),
+        Param("frag_prefetch", 0, "1: B's fragments of the next group of 4 k are loaded before this group's FFMAs, "
+                                  "into a second set of registers (mma/warp_tile.cuh FRAG_PREFETCH); 0: ptxas "
+                                  "hoists loads within one trip of k_unroll groups",
               named_at_default=False),
     ),
     sass=("UTMALDG", "SYNCS", "LDS.128", "FFMA"),

@@ -34,8 +34,13 @@ namespace gemmlab {
 //
 // A_LD / B_LD (0: BLOCK_M / BLOCK_N): the row stride in floats of a [k][m] / [k][n] tile. s10's
 // transposing 4-byte copies pad the rows they write by 4 floats (copy/cp_async_tile.cuh).
+//
+// FRAG_PREFETCH: B's fragments of the next group of 4 k are loaded before this group's FFMAs, into
+// a second set of registers (the two alternate), so that a group's first FFMAs do not wait out the
+// LDS latency; without it ptxas hoists loads only within one trip of the loop (K_UNROLL groups).
 template <int BLOCK_M, int BLOCK_N, int BLOCK_K, int WARP_M, int WARP_N, int K_UNROLL, bool A_SWIZZLE,
-          bool A_K_MAJOR, bool B_N_MAJOR, int FFMA_ROTATE = 0, bool B_SCALAR = false, int A_LD_ = 0, int B_LD_ = 0>
+          bool A_K_MAJOR, bool B_N_MAJOR, int FFMA_ROTATE = 0, bool B_SCALAR = false, int A_LD_ = 0, int B_LD_ = 0,
+          bool FRAG_PREFETCH = false>
 struct WarpTileCore {
     // As[m][k] swizzled, with single rows 4 apart (else plain, with groups of 4 rows): a config choice.
     static constexpr bool A_ROWS_SWIZZLED = A_K_MAJOR && A_SWIZZLE;
@@ -101,94 +106,118 @@ struct WarpTileCore {
         b_swizzle = swizzle_chunk(n_base, 0);
     }
 
+    // B's fragments of group g (4 k): b[kk][j], one LDS.128 per load in every layout.
+    __device__ __forceinline__ void load_b(int g, const float* __restrict__ b_tile, float (&b)[4][THREAD_N]) const {
+        if constexpr (B_N_MAJOR) {
+#pragma unroll
+            for (int kk = 0; kk < 4; ++kk) {
+#pragma unroll
+                for (int jq = 0; jq < THREAD_N / 4; ++jq) {
+                    const float4 v = *reinterpret_cast<const float4*>(
+                        b_tile + (4 * g + kk) * B_LD + n_base + jq * (LANES_N * 4));
+                    b[kk][4 * jq + 0] = v.x;
+                    b[kk][4 * jq + 1] = v.y;
+                    b[kk][4 * jq + 2] = v.z;
+                    b[kk][4 * jq + 3] = v.w;
+                }
+            }
+        } else {
+            const int chunk = g ^ b_swizzle;
+#pragma unroll
+            for (int j = 0; j < THREAD_N; ++j) {
+                const float* column = b_tile + (n_base + j * LANES_N) * BLOCK_K + chunk * 4;
+                if constexpr (B_SCALAR) {
+#pragma unroll
+                    for (int kk = 0; kk < 4; ++kk) b[kk][j] = column[kk];
+                } else {
+                    const float4 v = *reinterpret_cast<const float4*>(column);
+                    b[0][j] = v.x;
+                    b[1][j] = v.y;
+                    b[2][j] = v.z;
+                    b[3][j] = v.w;
+                }
+            }
+        }
+    }
+
+    // acc += the group-g slice of A times b (B's fragments of group g).
+    __device__ __forceinline__ void multiply_group(float (&acc)[THREAD_M][THREAD_N], int g, const float* __restrict__ a_tile,
+                                                   const float (&b)[4][THREAD_N]) const {
+        if constexpr (A_K_MAJOR) {
+            // One row at a time: 4 k of it in one LDS.128, then 4*THREAD_N FFMAs.
+            const int chunk = A_ROWS_SWIZZLED ? g ^ a_swizzle : g;
+#pragma unroll
+            for (int i = 0; i < THREAD_M; ++i) {
+                const int row_chunk = A_ROWS_SWIZZLED ? chunk ^ ((i & 1) * (K_CHUNKS / 2)) : chunk;
+                const float4 v = *reinterpret_cast<const float4*>(a_tile + (m_base + row_of(i)) * BLOCK_K +
+                                                                  row_chunk * 4);
+                const float a[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+                for (int kk = 0; kk < 4; ++kk) {
+#pragma unroll
+                    for (int jj = 0; jj < THREAD_N; ++jj) {
+                        const int j = run_column(kk, jj);
+                        acc[i][j] = fmaf(a[kk], b[kk][j], acc[i][j]);
+                    }
+                }
+            }
+        } else {
+            // One k at a time: the classic outer product of a THREAD_M column and a THREAD_N row.
+#pragma unroll
+            for (int kk = 0; kk < 4; ++kk) {
+                float a[THREAD_M];
+#pragma unroll
+                for (int iq = 0; iq < THREAD_M / 4; ++iq) {
+                    const float4 v = *reinterpret_cast<const float4*>(
+                        a_tile + (4 * g + kk) * A_LD + m_base + iq * (LANES_M * 4));
+                    a[4 * iq + 0] = v.x;
+                    a[4 * iq + 1] = v.y;
+                    a[4 * iq + 2] = v.z;
+                    a[4 * iq + 3] = v.w;
+                }
+                if constexpr (B_SCALAR) {
+                    // Runs along M sharing B's value: the register-file reads are A's (banks
+                    // alternating with the row) and the accumulator's.
+#pragma unroll
+                    for (int j = 0; j < THREAD_N; ++j) {
+#pragma unroll
+                        for (int i = 0; i < THREAD_M; ++i) acc[i][j] = fmaf(a[i], b[kk][j], acc[i][j]);
+                    }
+                } else {
+#pragma unroll
+                    for (int i = 0; i < THREAD_M; ++i) {
+#pragma unroll
+                        for (int jj = 0; jj < THREAD_N; ++jj) {
+                            const int j = run_column(i % 4, jj);
+                            acc[i][j] = fmaf(a[i], b[kk][j], acc[i][j]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     // acc += A_tile * B_tile for one BLOCK_K-deep stage, K_UNROLL groups of 4 k per loop trip
     // (full unrolling would let ptxas hoist so many loads that it runs out of registers).
     __device__ __forceinline__ void multiply(float (&acc)[THREAD_M][THREAD_N], const float* __restrict__ a_tile,
                                              const float* __restrict__ b_tile) const {
-#pragma unroll K_UNROLL
-        for (int g = 0; g < K_GROUPS; ++g) {
-            float b[4][THREAD_N];
-            if constexpr (B_N_MAJOR) {
+        if constexpr (FRAG_PREFETCH) {
+            static_assert(K_GROUPS % 2 == 0, "frag_prefetch: the groups alternate between two buffers");
+            float b0[4][THREAD_N], b1[4][THREAD_N];
+            load_b(0, b_tile, b0);
 #pragma unroll
-                for (int kk = 0; kk < 4; ++kk) {
-#pragma unroll
-                    for (int jq = 0; jq < THREAD_N / 4; ++jq) {
-                        const float4 v = *reinterpret_cast<const float4*>(
-                            b_tile + (4 * g + kk) * B_LD + n_base + jq * (LANES_N * 4));
-                        b[kk][4 * jq + 0] = v.x;
-                        b[kk][4 * jq + 1] = v.y;
-                        b[kk][4 * jq + 2] = v.z;
-                        b[kk][4 * jq + 3] = v.w;
-                    }
-                }
-            } else {
-                const int chunk = g ^ b_swizzle;
-#pragma unroll
-                for (int j = 0; j < THREAD_N; ++j) {
-                    const float* column = b_tile + (n_base + j * LANES_N) * BLOCK_K + chunk * 4;
-                    if constexpr (B_SCALAR) {
-#pragma unroll
-                        for (int kk = 0; kk < 4; ++kk) b[kk][j] = column[kk];
-                    } else {
-                        const float4 v = *reinterpret_cast<const float4*>(column);
-                        b[0][j] = v.x;
-                        b[1][j] = v.y;
-                        b[2][j] = v.z;
-                        b[3][j] = v.w;
-                    }
-                }
+            for (int g = 0; g < K_GROUPS; g += 2) {
+                load_b(g + 1, b_tile, b1);
+                multiply_group(acc, g, a_tile, b0);
+                if (g + 2 < K_GROUPS) load_b(g + 2, b_tile, b0);
+                multiply_group(acc, g + 1, a_tile, b1);
             }
-            if constexpr (A_K_MAJOR) {
-                // One row at a time: 4 k of it in one LDS.128, then 4*THREAD_N FFMAs.
-                const int chunk = A_ROWS_SWIZZLED ? g ^ a_swizzle : g;
-#pragma unroll
-                for (int i = 0; i < THREAD_M; ++i) {
-                    const int row_chunk = A_ROWS_SWIZZLED ? chunk ^ ((i & 1) * (K_CHUNKS / 2)) : chunk;
-                    const float4 v = *reinterpret_cast<const float4*>(a_tile + (m_base + row_of(i)) * BLOCK_K +
-                                                                      row_chunk * 4);
-                    const float a[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-                    for (int kk = 0; kk < 4; ++kk) {
-#pragma unroll
-                        for (int jj = 0; jj < THREAD_N; ++jj) {
-                            const int j = run_column(kk, jj);
-                            acc[i][j] = fmaf(a[kk], b[kk][j], acc[i][j]);
-                        }
-                    }
-                }
-            } else {
-                // One k at a time: the classic outer product of a THREAD_M column and a THREAD_N row.
-#pragma unroll
-                for (int kk = 0; kk < 4; ++kk) {
-                    float a[THREAD_M];
-#pragma unroll
-                    for (int iq = 0; iq < THREAD_M / 4; ++iq) {
-                        const float4 v = *reinterpret_cast<const float4*>(
-                            a_tile + (4 * g + kk) * A_LD + m_base + iq * (LANES_M * 4));
-                        a[4 * iq + 0] = v.x;
-                        a[4 * iq + 1] = v.y;
-                        a[4 * iq + 2] = v.z;
-                        a[4 * iq + 3] = v.w;
-                    }
-                    if constexpr (B_SCALAR) {
-                        // Runs along M sharing B's value: the register-file reads are A's (banks
-                        // alternating with the row) and the accumulator's.
-#pragma unroll
-                        for (int j = 0; j < THREAD_N; ++j) {
-#pragma unroll
-                            for (int i = 0; i < THREAD_M; ++i) acc[i][j] = fmaf(a[i], b[kk][j], acc[i][j]);
-                        }
-                    } else {
-#pragma unroll
-                        for (int i = 0; i < THREAD_M; ++i) {
-#pragma unroll
-                            for (int jj = 0; jj < THREAD_N; ++jj) {
-                                const int j = run_column(i % 4, jj);
-                                acc[i][j] = fmaf(a[i], b[kk][j], acc[i][j]);
-                            }
-                        }
-                    }
-                }
+        } else {
+#pragma unroll K_UNROLL
+            for (int g = 0; g < K_GROUPS; ++g) {
+                float b[4][THREAD_N];
+                load_b(g, b_tile, b);
+                multiply_group(acc, g, a_tile, b);
             }
         }
     }

@@ -1,0 +1,31 @@
+"""s11 with B's fragments of the next group of 4 k loaded before this group's FFMAs
+(``frag_prefetch=1``, mma/warp_tile.cuh FRAG_PREFETCH) against without, on the H200: stage="auto"
+as shipped and with the override (same tile, split and copies), and three tiles at split 1;
+cuBLAS in the same run. CUDA events, L2 flushed, median, microseconds; every plan checked
+against float64 first. Where auto runs s10 (unaligned operands) the override does not apply.
+    python3 scripts/frag_prefetch_probe.py [M N K layout batch ...]"""
+from probe_common import event_timer, settings_table, shapes_arg
+
+t = event_timer(target_seconds=0.1, max_seconds=1.0, min_reps=10, max_reps=300)
+SHAPES = [
+    (4096, 4096, 4096, "nn", 1), (4096, 4096, 4096, "tn", 1), (8192, 8192, 8192, "nt", 1),
+    (1200, 1200, 1200, "nn", 1), (2048, 768, 768, "nn", 1), (12288, 512, 512, "nn", 1), (768, 768, 2048, "nt", 1),
+    (896, 896, 4096, "tt", 1), (3500, 3500, 3500, "nt", 1), (2048, 3072, 2048, "nn", 1), (16384, 3072, 768, "nt", 1),
+    (256, 8192, 4096, "nt", 1), (256, 256, 16384, "nn", 1), (512, 256, 65536, "nt", 1), (32, 11008, 4096, "nt", 1),
+    (8192, 64, 4096, "nt", 1), (2047, 2049, 511, "nt", 1), (4095, 1023, 2049, "tn", 1),
+    (1024, 1024, 1024, 8, "nn"), (256, 256, 64, 64, "tt"), (128, 128, 64, 96, "nt"),
+    # own shapes (suites.OWN_ENTRIES), aligned
+    (1792, 1792, 1792, "nt", 1), (3072, 1024, 4096, "nn", 1), (6144, 2048, 1024, "nt", 1), (384, 384, 384, "nn", 48),
+    (96, 4096, 2048, "nt", 1), (2304, 2304, 576, "tn", 1), (160, 160, 160, "nt", 100), (5120, 640, 1280, "tt", 1),
+]
+SHAPES = [s if isinstance(s[3], str) else (s[0], s[1], s[2], s[4], s[3]) for s in SHAPES]
+SHAPES = shapes_arg(SHAPES)
+PF = {"frag_prefetch": 1}
+T128 = dict(block_m=128, block_n=128, warp_m=64, warp_n=64, block_k=16, k_unroll=1, min_blocks=2)
+T64 = dict(block_m=64, block_n=64, warp_m=32, warp_n=32, min_blocks=3)
+ROWS = [("auto", "auto", None, None), ("auto pf", "auto", PF, None),
+        ("128x256 ku4", "s11", {"k_unroll": 4}, None), ("128x256 ku4 pf", "s11", {"k_unroll": 4, **PF}, None),
+        ("128x128 x2", "s11", T128, None), ("128x128 x2 pf", "s11", {**T128, **PF}, None),
+        ("64x64 x3", "s11", T64, None), ("64x64 x3 pf", "s11", {**T64, **PF}, None)]
+
+settings_table(t, SHAPES, ROWS, lambda s: None)
