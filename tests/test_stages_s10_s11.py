@@ -894,6 +894,75 @@ def test_gpu_s11_ffma_rotate_matches_float64(layout, M, N, K):
         assert r.correct, (layout, tile, r)
 
 
+# ---- frag_prefetch: B's fragments one group of 4 k ahead (mma/warp_tile.cuh FRAG_PREFETCH) --------
+PF_TILES = {
+    "128x256 ku4": {"k_unroll": 4},
+    "128x128 bk16 ku1 x2": {"block_m": 128, "block_n": 128, "warp_m": 64, "warp_n": 64, "block_k": 16,
+                            "k_unroll": 1, "min_blocks": 2},
+    "64x64 x3": {"block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32, "min_blocks": 3},
+    "64x128 bk16 ku1 x3": {"block_m": 64, "block_n": 128, "warp_m": 32, "warp_n": 64, "block_k": 16,
+                           "k_unroll": 1, "min_blocks": 3},
+}
+
+
+@pytest.mark.parametrize("tile", list(PF_TILES))
+@pytest.mark.parametrize("variant", [{"a_k_major": 1, "b_n_major": 1}, {"a_k_major": 0, "b_n_major": 0}],
+                         ids=["nn", "tt"])
+def test_frag_prefetch_unrolls_the_stage_and_loads_b_a_group_ahead(tile, variant):
+    """The mechanism in the SASS: with frag_prefetch=1 the whole stage is one loop trip (its
+    barrier wait and copies inside), with every FFMA and LDS of the stage, no local memory, and B's
+    loads of the second group issued before the first group's FFMAs are done (ptxas may move
+    loads, but here they must stay ahead of the FFMAs that precede them in program order)."""
+    from gemmlab.analysis import sass
+    from gemmlab.api import kernel_for
+
+    cfg0 = S11.config(PF_TILES[tile])
+    cfg1 = S11.config({**PF_TILES[tile], "frag_prefetch": 1})
+    tm, tn = S11.thread_tile(cfg0)
+    stage_ffma = tm * tn * cfg0["block_k"]
+    before, after = ({**sass.main_loop_stats(sass.instructions(kernel_for(S11, c, variant, "sm_90").cubin)),
+                      **sass.resources(kernel_for(S11, c, variant, "sm_90").cubin)} for c in (cfg0, cfg1))
+    assert before["main_loop_ffma"] == tm * tn * 4 * cfg0["k_unroll"]
+    assert after["main_loop_ffma"] == stage_ffma
+    assert after["local_bytes"] == 0 and after.get("stack_bytes", 0) == 0
+    body = sass.main_loop(sass.instructions(kernel_for(S11, cfg1, variant, "sm_90").cubin))
+    ops = [x.op for x in body]
+    assert any(op.startswith("SYNCS") for op in ops)  # the stage's mbarrier wait is inside the trip
+    first_ffma = next(i for i, op in enumerate(ops) if sass._is_ffma(op))
+    group_ffma = tm * tn * 4
+    ffma_seen, lds_before_group_end = 0, 0
+    for op in ops[first_ffma:]:
+        if sass._is_ffma(op):
+            ffma_seen += 1
+            if ffma_seen == group_ffma:
+                break
+        elif op.startswith("LDS"):
+            lds_before_group_end += 1
+    assert lds_before_group_end >= 1, "no load of the next group among the first group's FFMAs"
+
+
+def test_frag_prefetch_is_0_or_1_and_named_in_the_kernel():
+    with pytest.raises(ConfigError, match="frag_prefetch=2 must be 0 or 1"):
+        S11.config({"frag_prefetch": 2})
+    assert S11.default_config["frag_prefetch"] == 0
+    assert "_fp1_" in S11.kernel_name(S11.config({"frag_prefetch": 1}), {"a_k_major": 1, "b_n_major": 1})
+    assert "_fp" not in S11.kernel_name(S11.default_config, {"a_k_major": 1, "b_n_major": 1})
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", ["nn", "nt", "tn", "tt"])
+@pytest.mark.parametrize("M,N,K", [(388, 268, 164), (260, 1000, 4100), (129, 257, 36)])
+def test_gpu_s11_frag_prefetch_matches_float64(layout, M, N, K):
+    """frag_prefetch=1 only moves B's loads earlier: every layout, edges, K not a multiple of the
+    stage, deep K, split-K (in a cluster and through the workspace), several tiles."""
+    from gemmlab.check import check_stage
+
+    for name, tile in PF_TILES.items():
+        for split in (1, 3):
+            r = check_stage("s11", M, N, K, layout, config={**tile, "frag_prefetch": 1, "split_k": split})
+            assert r.correct, (layout, name, split, r)
+
+
 # ---- b_transpose: a K-major B turned into [k][n] tiles in shared memory (copy/smem_transpose.cuh) ----
 BT_TILES = {
     "128x256 ku4 s3": {"block_m": 128, "block_n": 256, "warp_m": 64, "warp_n": 64, "k_unroll": 4, "stages": 3},

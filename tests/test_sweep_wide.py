@@ -79,6 +79,37 @@ def test_wide_suite_holds_no_heldout_shape_nor_bucket():
     assert not clash, clash
 
 
+def test_own_and_grid_suites_keep_the_held_back_shapes_untuned():
+    """OWN (our held-back shapes) and HELDOUT are measured, never tuned: GRID (the tuning grid) has
+    no shape in one of their buckets, no shipped table holds one of their shapes (HELDOUT: not even
+    a bucket, tests/test_sweep.py), and OWN repeats no HELDOUT or wide shape."""
+    import json
+
+    from gemmlab.heuristics import table
+
+    own = {e[:4] for e in suites.OWN_ENTRIES}
+    assert len(suites.OWN_ENTRIES) >= 16 and len(set(suites.OWN_ENTRIES)) == len(suites.OWN_ENTRIES)
+    assert not own & set(suites.HELDOUT) and not own & set(suites.WIDE)
+    assert {e[4] for e in suites.OWN_ENTRIES} == set(suites.LAYOUTS) and any(e[3] > 1 for e in suites.OWN_ENTRIES)
+    guarded = {table.bucket(*s) for s in own | set(suites.HELDOUT)}
+    clash = [e for e in suites.GRID_ENTRIES if table.bucket(*e[:4]) in guarded]
+    assert not clash, clash
+    tables = sorted((ROOT / "gemmlab" / "tune" / "tables").glob("*.json"))
+    shapes = {tuple(e["shape"]) for t in tables for e in json.loads(t.read_text())["entries"]}
+    assert not shapes & own
+
+
+def test_grid_suite_covers_every_layout_unaligned_and_batched():
+    g = suites.GRID_ENTRIES
+    assert len(set(g)) == len(g) and all(e[4] in suites.LAYOUTS for e in g)
+    per = Counter(e[4] for e in g)
+    assert set(per) == set(suites.LAYOUTS) and min(per.values()) >= 10, per
+    unaligned = [e for e in g if any(d % 4 for d in e[:3])]
+    batched = [e for e in g if e[3] > 1]
+    assert len(unaligned) >= 30 and len(batched) >= 20 and {e[3] for e in batched} >= {8, 16, 32, 64, 128}
+    assert suites.parse_entries("grid") == list(g) and suites.parse_entries("own") == list(suites.OWN_ENTRIES)
+
+
 def test_tune_still_gets_four_tuples_from_every_suite():
     for name in suites.SUITES:
         shapes = suites.parse(name)

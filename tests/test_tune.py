@@ -514,6 +514,39 @@ def test_cmd_tune_with_a_fake_gpu(monkeypatch, tuning_env, tmp_path, capsys):
     assert code == 2 and "another GPU" in capsys.readouterr().err
 
 
+def test_cmd_tune_entries_runs_each_shape_in_its_own_layout(monkeypatch, tuning_env, tmp_path, capsys):
+    from gemmlab import cli, device as _device
+
+    _fake_gpu(monkeypatch, _ms, devices=1)
+    monkeypatch.setattr(_device, "has_gpu", lambda: True)
+    monkeypatch.setattr(_device, "device_count", lambda: 1)
+    out = tmp_path / "tuned.json"
+    code = cli.main(["tune", "--entries", "256x256x256:nt,512x256x128x4:tt", "--layouts", "nn,tn", "--out", str(out),
+                     "--json"])
+    cap = capsys.readouterr()
+    assert code == 0, cap.err
+    doc = json.loads(cap.out)
+    assert sorted((r["shape"], r["layout"]) for r in doc["results"]) == [("256x256x256", "nt"), ("512x256x128x4", "tt")]
+    assert sorted(e["layout"] for e in db.read(out, IDENT)["entries"]) == ["nt", "tt"]
+    assert "2 shape(s) in their own layouts" in cap.err
+
+
+def test_jobs_for_entries_and_products():
+    jobs = runner.jobs_for([(64, 64, 64, 1)], ("nn", "tt"))
+    assert [(j.M, j.layout) for j in jobs] == [(64, "nn"), (64, "tt")]
+    jobs = runner.jobs_for(None, ("nn",), [(64, 32, 16, 2, "tn"), (8, 8, 8, 1, "nt")])
+    assert [(j.M, j.N, j.K, j.batch, j.layout) for j in jobs] == [(64, 32, 16, 2, "tn"), (8, 8, 8, 1, "nt")]
+
+
+def test_tune_entries_errors_name_the_entry():
+    r = gemmlab_cli("tune", "--entries", "256x256x256:nt,100x100x100")
+    assert r.returncode == 2 and "--entries: 100x100x100 has no layout" in r.stderr, r.stderr
+    r = gemmlab_cli("tune", "--entries", "256x256x256:nx")
+    assert r.returncode == 2 and "'256x256x256:nx'" in r.stderr, r.stderr
+    r = gemmlab_cli("tune", "--entries", "heldout")
+    assert r.returncode == 2 and "has no layout" in r.stderr, r.stderr
+
+
 def test_cmd_tune_device_out_of_range(monkeypatch, tuning_env, capsys):
     from gemmlab import cli, device as _device
 
