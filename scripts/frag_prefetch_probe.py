@@ -2,7 +2,7 @@
 (``frag_prefetch=1``, mma/warp_tile.cuh FRAG_PREFETCH) against without, on the H200: stage="auto"
 as shipped and with the override (same tile, split and copies), and three tiles at split 1;
 cuBLAS in the same run. CUDA events, L2 flushed, median, microseconds; every plan checked
-against float64 first. Where auto runs s10 (unaligned operands) the override does not apply.
+against float64 first. Where auto runs s10 (unaligned operands) the override goes to s10.
     python3 scripts/frag_prefetch_probe.py [M N K layout batch ...]"""
 from probe_common import event_timer, settings_table, shapes_arg
 
@@ -14,9 +14,12 @@ SHAPES = [
     (256, 8192, 4096, "nt", 1), (256, 256, 16384, "nn", 1), (512, 256, 65536, "nt", 1), (32, 11008, 4096, "nt", 1),
     (8192, 64, 4096, "nt", 1), (2047, 2049, 511, "nt", 1), (4095, 1023, 2049, "tn", 1),
     (1024, 1024, 1024, 8, "nn"), (256, 256, 64, 64, "tt"), (128, 128, 64, 96, "nt"),
+    # unaligned: s10 (4-byte copies; frag_prefetch passes to s10 too) or repacked
+    (333, 555, 777, 8, "tt"), (513, 1025, 257, "tt", 1), (1001, 999, 1003, "nn", 1), (777, 555, 333, "nt", 1),
     # own shapes (suites.OWN_ENTRIES), aligned
     (1792, 1792, 1792, "nt", 1), (3072, 1024, 4096, "nn", 1), (6144, 2048, 1024, "nt", 1), (384, 384, 384, "nn", 48),
     (96, 4096, 2048, "nt", 1), (2304, 2304, 576, "tn", 1), (160, 160, 160, "nt", 100), (5120, 640, 1280, "tt", 1),
+    (601, 901, 301, "nn", 1), (255, 255, 255, "nt", 32),
 ]
 SHAPES = [s if isinstance(s[3], str) else (s[0], s[1], s[2], s[4], s[3]) for s in SHAPES]
 SHAPES = shapes_arg(SHAPES)

@@ -26,7 +26,8 @@
 namespace gemmlab {
 
 template <int BLOCK_M_, int BLOCK_N_, int BLOCK_K_, int WARP_M_, int WARP_N_, int K_UNROLL_, bool A_SWIZZLE_,
-          int STAGES_, bool A_VEC_, bool B_VEC_, bool A_K_MAJOR_, bool B_N_MAJOR_, bool TRANSPOSE_IN_ = false>
+          int STAGES_, bool A_VEC_, bool B_VEC_, bool A_K_MAJOR_, bool B_N_MAJOR_, bool TRANSPOSE_IN_ = false,
+          bool FRAG_PREFETCH_ = false>
 struct S10CpAsync {
     // One operand at most, and only one on 4-byte copies (a 16-byte copy cannot transpose): A
     // K-major with B N-major (nn) into As[k][m], B K-major with A M-major (tt) into Bs[k][n]. In nt
@@ -36,7 +37,8 @@ struct S10CpAsync {
     static constexpr bool A_T = TRANSPOSE_IN_ && !A_VEC_ && A_K_MAJOR_ && B_N_MAJOR_;
     static constexpr bool B_T = TRANSPOSE_IN_ && !B_VEC_ && !B_N_MAJOR_ && !A_K_MAJOR_;
     using Core = WarpTileCore<BLOCK_M_, BLOCK_N_, BLOCK_K_, WARP_M_, WARP_N_, K_UNROLL_, A_SWIZZLE_, A_K_MAJOR_ && !A_T,
-                              B_N_MAJOR_ || B_T, 0, false, A_T ? BLOCK_M_ + 4 : 0, B_T ? BLOCK_N_ + 4 : 0>;
+                              B_N_MAJOR_ || B_T, 0, false, A_T ? BLOCK_M_ + 4 : 0, B_T ? BLOCK_N_ + 4 : 0,
+                              FRAG_PREFETCH_>;
     static constexpr int BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_, BLOCK_K = BLOCK_K_;
     static constexpr int STAGES = STAGES_;
     static constexpr int THREADS = Core::THREADS;

@@ -69,6 +69,8 @@ class CpAsync(StageSpec):
             out.append("group_m must be >= 1")
         if cfg.get("transpose_in", 0) not in (0, 1):
             out.append(f"transpose_in={cfg['transpose_in']} must be 0 or 1")
+        if cfg.get("frag_prefetch", 0) not in (0, 1):
+            out.append(f"frag_prefetch={cfg['frag_prefetch']} must be 0 or 1")
         if not out:
             smem = self.smem_bytes(cfg, {}) + RESERVED_SMEM
             if smem > SMEM_LIMIT:
@@ -159,7 +161,8 @@ class CpAsync(StageSpec):
         a_vec, b_vec = operand_vec(variant)
         return (f"gemmlab::S10CpAsync<{cfg['block_m']}, {cfg['block_n']}, {cfg['block_k']}, {cfg['warp_m']}, "
                 f"{cfg['warp_n']}, {cfg['k_unroll']}, {b(cfg['a_swizzle'])}, {cfg['stages']}, {b(a_vec)}, {b(b_vec)}, "
-                f"{b(variant['a_k_major'])}, {b(variant['b_n_major'])}, {b(cfg['transpose_in'] and not (a_vec and b_vec))}>")
+                f"{b(variant['a_k_major'])}, {b(variant['b_n_major'])}, {b(cfg['transpose_in'] and not (a_vec and b_vec))}, "
+                f"{b(cfg.get('frag_prefetch', 0))}>")
 
     # ---- shared-memory addressing for the bank model ---------------------------------------
     def smem_accesses(self, cfg, variant=None):
@@ -298,6 +301,10 @@ STAGE = CpAsync(
         Param("transpose_in", 1, "1: the K-major operand of nn (A) or tt (B), where it has 4-byte copies (rows not "
               "16-byte aligned), is copied into a [k][x] tile (rows padded by 4 floats), so the core reads A M-major and "
               "B N-major; 0: kept as [x][k] (nt always)",
+              named_at_default=False),
+        Param("frag_prefetch", 0, "1: B's fragments of the next group of 4 k are loaded before this group's FFMAs, "
+                                  "into a second set of registers (mma/warp_tile.cuh FRAG_PREFETCH); 0: ptxas "
+                                  "hoists loads within one trip of k_unroll groups",
               named_at_default=False),
     ),
     sass=("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDS.128", "FFMA"),

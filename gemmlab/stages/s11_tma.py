@@ -111,7 +111,7 @@ class Tma(CpAsync):
         out = super().constraints(cfg)
         if cfg["block_m"] > 256 or cfg["block_n"] > 256:
             out.append(f"block {cfg['block_m']}x{cfg['block_n']}: a TMA box is at most 256 per dimension")
-        for key in ("producer_warp", "consumer_sync", "ffma_rotate", "frag_prefetch"):
+        for key in ("producer_warp", "consumer_sync", "ffma_rotate"):
             if cfg.get(key, 0) not in (0, 1):
                 out.append(f"{key}={cfg[key]} must be 0 or 1")
         if cfg.get("b_scalar", -1) not in (-1, 0, 1):
