@@ -916,7 +916,7 @@ def test_frag_prefetch_unrolls_the_stage_and_loads_b_a_group_ahead(tile, variant
     from gemmlab.analysis import sass
     from gemmlab.api import kernel_for
 
-    cfg0 = S11.config(PF_TILES[tile])
+    cfg0 = S11.config({**PF_TILES[tile], "frag_prefetch": 0})
     cfg1 = S11.config({**PF_TILES[tile], "frag_prefetch": 1})
     tm, tn = S11.thread_tile(cfg0)
     stage_ffma = tm * tn * cfg0["block_k"]
@@ -941,12 +941,33 @@ def test_frag_prefetch_unrolls_the_stage_and_loads_b_a_group_ahead(tile, variant
     assert lds_before_group_end >= 1, "no load of the next group among the first group's FFMAs"
 
 
-def test_frag_prefetch_is_0_or_1_and_named_in_the_kernel():
-    with pytest.raises(ConfigError, match="frag_prefetch=2 must be 0 or 1"):
-        S11.config({"frag_prefetch": 2})
-    assert S11.default_config["frag_prefetch"] == 0
-    assert "_fp1_" in S11.kernel_name(S11.config({"frag_prefetch": 1}), {"a_k_major": 1, "b_n_major": 1})
-    assert "_fp" not in S11.kernel_name(S11.default_config, {"a_k_major": 1, "b_n_major": 1})
+def test_frag_prefetch_rule_and_name():
+    """-1 (the default) prefetches where a thread holds at most 32 accumulators (64x64 x3's 8x4, the
+    decode tiles' 4x8), not at 16x8 (128x256, 128x128); the kernel is named fp1 where it prefetches
+    and keeps its old name elsewhere; s11's fallback hands the setting to s10."""
+    from gemmlab.stages.s11_tma import s10_config_for
+
+    for spec in (S10, S11):
+        with pytest.raises(ConfigError, match="frag_prefetch=2 must be -1"):
+            spec.config({"frag_prefetch": 2})
+        assert spec.default_config["frag_prefetch"] == -1
+    v = {"a_k_major": 1, "b_n_major": 1}
+    small = {"block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32, "min_blocks": 3}
+    decode = {"block_m": 32, "block_n": 128, "warp_m": 16, "warp_n": 64, "min_blocks": 2}
+    mid = {"block_m": 64, "block_n": 128, "warp_m": 32, "warp_n": 64, "min_blocks": 2}
+    assert S11.frag_prefetch(S11.config(small)) and S11.frag_prefetch(S11.config(decode))
+    assert not S11.frag_prefetch(S11.default_config) and not S11.frag_prefetch(S11.config(mid))
+    assert not S11.frag_prefetch(S11.config({**small, "frag_prefetch": 0}))
+    assert S11.frag_prefetch(S11.config({"frag_prefetch": 1}))
+    assert S11.template(S11.config(small), v).endswith(", true>")
+    assert S11.template(S11.default_config, v).endswith(", false>")
+    assert "_fp1_" in S11.kernel_name(S11.config(small), v)
+    assert "_fp1_" in S11.kernel_name(S11.config({"frag_prefetch": 1}), v)
+    assert "_fp" not in S11.kernel_name(S11.config({**small, "frag_prefetch": 0}), v)
+    name = S11.kernel_name(S11.default_config, v)
+    assert "_fp" not in name and name.endswith("_mb1_akm1_bnm1"), name
+    assert S10.frag_prefetch(s10_config_for(S11.config(small)))
+    assert not S10.frag_prefetch(s10_config_for(S11.config({**small, "frag_prefetch": 0})))
 
 
 @pytest.mark.gpu

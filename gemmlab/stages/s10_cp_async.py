@@ -41,6 +41,29 @@ class CpAsync(StageSpec):
     def thread_tile(self, cfg) -> tuple[int, int]:
         return cfg["warp_m"] // LANES_M, cfg["warp_n"] // LANES_N
 
+    # frag_prefetch=-1 (the default) loads B's fragments a group of 4 k ahead (mma/warp_tile.cuh
+    # FRAG_PREFETCH) where a thread holds at most this many accumulators. H200
+    # (scripts/frag_prefetch_probe.py, results/h200/logs/frag-prefetch-probe.txt): 64x64 x3 (8x4 a
+    # thread) faster on 34 of 35 shapes, by 1-14% (1200^3 nn 0.908 -> 0.959 of cuBLAS, 160^3 x 100 nt
+    # 0.725 -> 0.825), and 32x128 x2 (4x8) 1.510 -> 1.625 at 32x11008x4096 nt; 128x256 (16x8, 255
+    # registers with it) 4-10% slower everywhere, 128x128 x2 (16x8) faster only where two blocks
+    # share an SM (4096^3 nn +4%) and 20-40% slower where one block has it alone.
+    FRAG_PREFETCH_MAX_ACC = 32
+
+    def frag_prefetch(self, cfg) -> bool:
+        """Whether the kernel loads B's fragments a group ahead (``frag_prefetch``; -1: the rule above)."""
+        v = cfg.get("frag_prefetch", -1)
+        if v >= 0:
+            return bool(v)
+        tm, tn = self.thread_tile(cfg)
+        return tm * tn <= self.FRAG_PREFETCH_MAX_ACC
+
+    def kernel_name(self, cfg, variant):
+        # the rule's choice is named (fp1) where it prefetches; elsewhere the names stay as before
+        if "frag_prefetch" in cfg:
+            cfg = {**cfg, "frag_prefetch": 1 if self.frag_prefetch(cfg) else -1}
+        return super().kernel_name(cfg, variant)
+
     def constraints(self, cfg):
         out = []
         bm, bn, bk, wm, wn = (cfg[k] for k in ("block_m", "block_n", "block_k", "warp_m", "warp_n"))
@@ -69,8 +92,8 @@ class CpAsync(StageSpec):
             out.append("group_m must be >= 1")
         if cfg.get("transpose_in", 0) not in (0, 1):
             out.append(f"transpose_in={cfg['transpose_in']} must be 0 or 1")
-        if cfg.get("frag_prefetch", 0) not in (0, 1):
-            out.append(f"frag_prefetch={cfg['frag_prefetch']} must be 0 or 1")
+        if cfg.get("frag_prefetch", -1) not in (-1, 0, 1):
+            out.append(f"frag_prefetch={cfg['frag_prefetch']} must be -1 (auto), 0 or 1")
         if not out:
             smem = self.smem_bytes(cfg, {}) + RESERVED_SMEM
             if smem > SMEM_LIMIT:
@@ -162,7 +185,7 @@ class CpAsync(StageSpec):
         return (f"gemmlab::S10CpAsync<{cfg['block_m']}, {cfg['block_n']}, {cfg['block_k']}, {cfg['warp_m']}, "
                 f"{cfg['warp_n']}, {cfg['k_unroll']}, {b(cfg['a_swizzle'])}, {cfg['stages']}, {b(a_vec)}, {b(b_vec)}, "
                 f"{b(variant['a_k_major'])}, {b(variant['b_n_major'])}, {b(cfg['transpose_in'] and not (a_vec and b_vec))}, "
-                f"{b(cfg.get('frag_prefetch', 0))}>")
+                f"{b(self.frag_prefetch(cfg))}>")
 
     # ---- shared-memory addressing for the bank model ---------------------------------------
     def smem_accesses(self, cfg, variant=None):
@@ -302,9 +325,10 @@ STAGE = CpAsync(
               "16-byte aligned), is copied into a [k][x] tile (rows padded by 4 floats), so the core reads A M-major and "
               "B N-major; 0: kept as [x][k] (nt always)",
               named_at_default=False),
-        Param("frag_prefetch", 0, "1: B's fragments of the next group of 4 k are loaded before this group's FFMAs, "
-                                  "into a second set of registers (mma/warp_tile.cuh FRAG_PREFETCH); 0: ptxas "
-                                  "hoists loads within one trip of k_unroll groups",
+        Param("frag_prefetch", -1, "1: B's fragments of the next group of 4 k are loaded before this group's FFMAs, "
+                                   "into a second set of registers (mma/warp_tile.cuh FRAG_PREFETCH); 0: ptxas "
+                                   "hoists loads within one trip of k_unroll groups; -1: 1 where a thread holds at "
+                                   "most 32 accumulators (measured faster there), else 0",
               named_at_default=False),
     ),
     sass=("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDS.128", "FFMA"),

@@ -182,7 +182,7 @@ class Tma(CpAsync):
                 f"{cfg['warp_n']}, {cfg['k_unroll']}, {b(cfg['a_swizzle'])}, {cfg['stages']}, {b(cfg['producer_warp'])}, "
                 f"{b(cfg['consumer_sync'])}, {b(variant['a_k_major'])}, {b(variant['b_n_major'])}, "
                 f"{variant.get('cluster_k', 1)}, {cfg.get('ffma_rotate', 0)}, {b(self.b_scalar(cfg, variant))}, "
-                f"{cfg.get('b_transpose', 0)}, {b(cfg.get('frag_prefetch', 0))}>")
+                f"{cfg.get('b_transpose', 0)}, {b(self.frag_prefetch(cfg))}>")
 
     # ---- split-K in a cluster (kernels/epilogue/cluster_reduce.cuh) ----------------------------
     MAX_CLUSTER = 8  # a portable cluster
@@ -307,9 +307,10 @@ STAGE = Tma(
                                 "0 = B's fragments straight from Bs[n][k]; 2 = the copy made and not read (an "
                                 "experiment: what the copy alone costs)",
               named_at_default=False),
-        Param("frag_prefetch", 0, "1: B's fragments of the next group of 4 k are loaded before this group's FFMAs, "
-                                  "into a second set of registers (mma/warp_tile.cuh FRAG_PREFETCH); 0: ptxas "
-                                  "hoists loads within one trip of k_unroll groups",
+        Param("frag_prefetch", -1, "1: B's fragments of the next group of 4 k are loaded before this group's FFMAs, "
+                                   "into a second set of registers (mma/warp_tile.cuh FRAG_PREFETCH); 0: ptxas "
+                                   "hoists loads within one trip of k_unroll groups; -1: 1 where a thread holds at "
+                                   "most 32 accumulators (measured faster there; s10's rule), else 0",
               named_at_default=False),
     ),
     sass=("UTMALDG", "SYNCS", "LDS.128", "FFMA"),
