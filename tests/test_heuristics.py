@@ -108,6 +108,31 @@ def test_a_new_shape_gets_its_nearest_neighbours_tile(fake_table):
     assert c.describe()["source"] == "nearest"
 
 
+def test_an_unaligned_problem_takes_no_neighbours_tile(tmp_path, monkeypatch):
+    """Problems that run unaligned (not repacked) read only their own bucket, then the waves model:
+    neighbours' tiles moved two H200 shapes 10-20% slower (heuristics/choice.py NEAREST_ALIGNED_ONLY).
+    Aligned (and repacked) problems still take them."""
+    from gemmlab.heuristics import choice as choice_mod
+
+    monkeypatch.setenv("GEMMLAB_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "unaligned.json"
+    monkeypatch.setenv("GEMMLAB_TUNING_DB", str(path))
+    small = S11.config({"block_m": 64, "block_n": 128, "warp_m": 32, "warp_n": 64, "min_blocks": 2})
+    db.write(path, IDENT, [entry(767, 767, 383, small, 3, aligned=False),
+                           entry(1024, 1024, 1024, TILE_A, 2)], merge=False)
+    odd = Problem.dense(777, 555, 333, "nn", 1, **ALIGNED)
+    assert not odd.operands_aligned() and not choice_mod.should_repack(odd)
+    assert table.nearest(IDENT, 777, 555, 333, 1, "nn", False)          # the neighbour is there ...
+    c = heuristics.choose(odd, GPU, IDENT)
+    assert c.source == "heuristic"                                      # ... and is not asked
+    own = heuristics.choose(Problem.dense(767, 767, 383, "nn", 1, **ALIGNED), GPU, IDENT)
+    assert own.source == "tuned" and own.config == small and own.split_k == 3
+    monkeypatch.setattr(choice_mod, "NEAREST_ALIGNED_ONLY", False)
+    assert heuristics.choose(odd, GPU, IDENT).source == "nearest"
+    monkeypatch.setattr(choice_mod, "NEAREST_ALIGNED_ONLY", True)
+    assert choose(1300, 1300, 1300).source == "nearest"                 # aligned: the vote as before
+
+
 def test_a_nearer_neighbour_outvotes_a_farther_one(fake_table):
     # 2048^3 (B) at 0.67 octaves against 1024x2048x1024 (A) at 0.90; 1024^3 (A) is 1.13 away
     assert [round(d, 2) for d, _ in table.nearest(IDENT, 1700, 1700, 1400, 1, "nn", True)] == [0.67, 0.9]

@@ -10,7 +10,7 @@ In order, first match wins:
 2. **Tuned**: the tuned table's entry for this shape's bucket, layout and alignment class
    (table.py: ``lookup``).
 3. **Nearest**: no bucket matches, but tuned shapes lie within ``table.NEAREST_RADIUS`` octaves
-   in log-shape space (same layout, batch bucket and alignment class): the tile that the
+   in log-shape space (same layout and batch bucket; aligned problems only, NEAREST_ALIGNED_ONLY): the tile that the
    nearest of them measured fastest (up to ``table.NEAREST_K`` vote, a neighbour's weight
    1 / (distance + NEAREST_EPS)), with the split-K the waves model gives that tile at this shape
    (split-K follows the tile count, a property of the shape, not of the neighbour); unless the
@@ -66,6 +66,16 @@ NEAREST_EPS = 0.25             # octaves added to a neighbour's distance before 
 # 128x11008x4096 (a tile twice M, run as s10: 0.50x cuBLAS; model 1.98x its best) and, in nt, 32x128
 # from 32x11008x4096 (B read twice: 0.81x; model 1.43x).
 NEAREST_MODEL_SLACK = 1.3
+# Problems that run unaligned (s10's 4-byte copies, not repacked) take no neighbour's tile: they are
+# small (a repack pays from REPACK_MIN_FLOP_PER_BYTE on), and there the best tile follows the edge
+# waste and the waves of the shape itself. H200, 2026-12-03: with the grid suite's unaligned entries
+# tuned (results/h200/sweep-own, sweep-heldout), every unaligned shape whose choice the neighbours
+# changed ran slower than the waves model's pick: 777x555x333 tt 0.976 -> 0.767 of cuBLAS (64x128
+# split 2 from 767x767x383), 601x901x301 nn 0.785 -> 0.714 (64x256 split 2 from 383x767x767).
+# Their own buckets still read the table (step 2). Repacked problems are aligned ones here: of the
+# three whose choice the grid's repacked entries changed, two ran faster (2304x2304x576 tn 0.875 ->
+# 0.907, 2560x2560x640 tt 0.958 -> 0.988) and one slower (1999x333x1501 tt 0.846 -> 0.794).
+NEAREST_ALIGNED_ONLY = True
 
 
 def should_repack(p: Problem) -> bool:
@@ -139,6 +149,8 @@ def nearest_choice(p: Problem, gpu: model.Gpu, ident: dict, aligned: bool, *, al
     """Step 3: the tile the nearest tuned neighbours vote for, with the waves model's split-K for
     it at this shape; None without a usable neighbour. ``layout``: the neighbours' (default the
     problem's)."""
+    if NEAREST_ALIGNED_ONLY and not aligned:
+        return None
     votes: dict = {}
     for i, (d, e) in enumerate(table.nearest(ident, p.M, p.N, p.K, p.batch, layout or p.layout, aligned)):
         try:
