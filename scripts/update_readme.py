@@ -106,8 +106,8 @@ def sweep_auto_section() -> list[str]:
 
 
 def sweep_sections() -> list[str]:
-    """The newest stage="auto" sweeps: the issue-9 suite, the held-out shapes (in no table) and the
-    training model's GEMMs, each against cuBLAS in the same run."""
+    """The newest stage="auto" sweeps: the issue-16 and issue-9 suites, the held-out shapes and our
+    own held-back ones (in no table) and the training model's GEMMs, each against cuBLAS in the same run."""
     groups = [
         ("stage=\"auto\" on the issue-16 suite (73 entries: every layout, 12 strided-batched), against cuBLAS",
          [("sweep-wide", None)], "gemmlab sweep --suite wide --baselines cublas"),
@@ -115,6 +115,8 @@ def sweep_sections() -> list[str]:
          "gemmlab sweep --suite issue9 --baselines cublas"),
         ("stage=\"auto\" on held-out shapes (in no shipped table), against cuBLAS",
          [("sweep-heldout/nn", "nn"), ("sweep-heldout/nt", "nt"), ("sweep-heldout/tt", "tt")], "gemmlab sweep --suite heldout --layout L --baselines cublas"),
+        ("stage=\"auto\" on our own held-back shapes (in no table; nothing tuned in their buckets), against cuBLAS",
+         [("sweep-own", None)], "gemmlab sweep --suite own --baselines cublas"),
         ("stage=\"auto\" on the training model's GEMMs (forward nt, dX nn, dW tn), against cuBLAS",
          [("sweep-transformer/nt", "nt"), ("sweep-transformer/nn", "nn"), ("sweep-transformer/tn", "tn")],
          "gemmlab sweep --suite transformer --layout L --baselines cublas"),
