@@ -521,8 +521,7 @@ def test_cmd_tune_entries_runs_each_shape_in_its_own_layout(monkeypatch, tuning_
     monkeypatch.setattr(_device, "has_gpu", lambda: True)
     monkeypatch.setattr(_device, "device_count", lambda: 1)
     out = tmp_path / "tuned.json"
-    code = cli.main(["tune", "--entries", "256x256x256:nt,512x256x128x4:tt", "--layouts", "nn,tn", "--out", str(out),
-                     "--json"])
+    code = cli.main(["tune", "--entries", "256x256x256:nt,512x256x128x4:tt", "--out", str(out), "--json"])
     cap = capsys.readouterr()
     assert code == 0, cap.err
     doc = json.loads(cap.out)
@@ -545,6 +544,10 @@ def test_tune_entries_errors_name_the_entry():
     assert r.returncode == 2 and "'256x256x256:nx'" in r.stderr, r.stderr
     r = gemmlab_cli("tune", "--entries", "heldout")
     assert r.returncode == 2 and "has no layout" in r.stderr, r.stderr
+    r = gemmlab_cli("tune", "--entries", "grid", "--layouts", "nn")
+    assert r.returncode == 2 and "--layouts: not with --entries" in r.stderr, r.stderr
+    r = gemmlab_cli("tune", "--entries", "grid", "--shapes", "squares")
+    assert r.returncode == 2 and "not allowed with" in r.stderr, r.stderr
 
 
 def test_cmd_tune_device_out_of_range(monkeypatch, tuning_env, capsys):

@@ -305,6 +305,13 @@ def copy_stores(cfg, variant, threads) -> dict:
     return out
 
 
+# The knob of the core both s10 and s11 run (mma/warp_tile.cuh), with CpAsync.frag_prefetch's rule.
+FRAG_PREFETCH_PARAM = Param(
+    "frag_prefetch", -1, "1: B's fragments of the next group of 4 k are loaded before this group's FFMAs, into a "
+    "second set of registers (mma/warp_tile.cuh FRAG_PREFETCH); 0: ptxas hoists loads within one trip of k_unroll "
+    "groups; -1: 1 where a thread holds at most 32 accumulators (measured faster there), else 0",
+    named_at_default=False)
+
 STAGE = CpAsync(
     id="s10",
     name="cp_async",
@@ -325,11 +332,7 @@ STAGE = CpAsync(
               "16-byte aligned), is copied into a [k][x] tile (rows padded by 4 floats), so the core reads A M-major and "
               "B N-major; 0: kept as [x][k] (nt always)",
               named_at_default=False),
-        Param("frag_prefetch", -1, "1: B's fragments of the next group of 4 k are loaded before this group's FFMAs, "
-                                   "into a second set of registers (mma/warp_tile.cuh FRAG_PREFETCH); 0: ptxas "
-                                   "hoists loads within one trip of k_unroll groups; -1: 1 where a thread holds at "
-                                   "most 32 accumulators (measured faster there), else 0",
-              named_at_default=False),
+        FRAG_PREFETCH_PARAM,
     ),
     sass=("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDS.128", "FFMA"),
     sass_scalar=("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDS.128", "FFMA"),

@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import ConfigError
 from . import tensor_map
 from .base import Param, Problem
-from .s10_cp_async import STAGE as S10, CpAsync, fragment_loads
+from .s10_cp_async import FRAG_PREFETCH_PARAM, STAGE as S10, CpAsync, fragment_loads
 
 INT32_LIMIT = 2**31
 SMEM_PER_SM = 228 * 1024           # sm_90: shared memory an SM holds
@@ -307,11 +307,7 @@ STAGE = Tma(
                                 "0 = B's fragments straight from Bs[n][k]; 2 = the copy made and not read (an "
                                 "experiment: what the copy alone costs)",
               named_at_default=False),
-        Param("frag_prefetch", -1, "1: B's fragments of the next group of 4 k are loaded before this group's FFMAs, "
-                                   "into a second set of registers (mma/warp_tile.cuh FRAG_PREFETCH); 0: ptxas "
-                                   "hoists loads within one trip of k_unroll groups; -1: 1 where a thread holds at "
-                                   "most 32 accumulators (measured faster there; s10's rule), else 0",
-              named_at_default=False),
+        FRAG_PREFETCH_PARAM,
     ),
     sass=("UTMALDG", "SYNCS", "LDS.128", "FFMA"),
     sass_scalar=("UTMALDG", "SYNCS", "LDS.128", "FFMA"),

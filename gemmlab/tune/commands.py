@@ -20,15 +20,16 @@ def register(sub) -> None:
                     "float64 first, against cuBLAS; write the fastest to the tuning database that "
                     "stage='auto' reads (docs/dispatch.md). One progress line per candidate on stderr, "
                     "the table on stdout.")
-    p.add_argument("--shapes", default=DEFAULT_SHAPES, metavar="SPEC",
-                   help="comma-separated MxNxK or MxNxKxBATCH, or suites: "
-                        f"{', '.join(suites.SUITES)} (default {DEFAULT_SHAPES})")
-    p.add_argument("--entries", metavar="SPEC",
-                   help="instead of --shapes x --layouts: shapes each in its own layout, comma-separated "
-                        "MxNxK[xBATCH]:LAYOUT or suites that give every shape a layout "
-                        f"({', '.join(suites.LAYOUT_SUITES)})")
-    p.add_argument("--layouts", default="nn", metavar="L,...",
-                   help=f"A and B storage, comma-separated from {','.join(LAYOUTS)} (default nn)")
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--shapes", default=None, metavar="SPEC",
+                      help="comma-separated MxNxK or MxNxKxBATCH, or suites: "
+                           f"{', '.join(suites.SUITES)} (default {DEFAULT_SHAPES})")
+    what.add_argument("--entries", metavar="SPEC",
+                      help="instead of --shapes x --layouts: shapes each in its own layout, comma-separated "
+                           "MxNxK[xBATCH]:LAYOUT or suites that give every shape a layout "
+                           f"({', '.join(suites.LAYOUT_SUITES)})")
+    p.add_argument("--layouts", default=None, metavar="L,...",
+                   help=f"with --shapes: A and B storage, comma-separated from {','.join(LAYOUTS)} (default nn)")
     p.add_argument("--budget", type=float, default=None, metavar="SECONDS",
                    help="wall-time budget of the whole run; no new candidate starts once it is spent "
                         "(default: none)")
@@ -93,16 +94,18 @@ def parse_entries(spec: str) -> list[tuple]:
 
 def cmd_tune(args) -> int:
     entries = None
+    if args.entries is not None and args.layouts is not None:
+        usage_error("--layouts: not with --entries (each entry has its own layout)")
     try:
-        if args.entries:
+        if args.entries is not None:
             entries = parse_entries(args.entries)
             shapes = [e[:4] for e in entries]
         else:
-            shapes = suites.parse(args.shapes)
+            shapes = suites.parse(args.shapes if args.shapes is not None else DEFAULT_SHAPES)
     except suites.ShapeError as e:
-        usage_error(f"--{'entries' if args.entries else 'shapes'}: {e}")
+        usage_error(f"--{'entries' if args.entries is not None else 'shapes'}: {e}")
     try:
-        layouts = parse_layouts(args.layouts)
+        layouts = parse_layouts(args.layouts if args.layouts is not None else "nn")
         devices = parse_devices(args.devices)
     except ValueError as e:
         usage_error(str(e))
