@@ -494,17 +494,28 @@ def test_run_respects_the_budget(monkeypatch, tuning_env, capsys):
     assert 1 <= len(first.measured) < 9 and first.entry is not None and first.entry["complete"] is False
 
 
-def test_cmd_tune_with_a_fake_gpu(monkeypatch, tuning_env, tmp_path, capsys):
+def _fake_cli(monkeypatch):
+    """gemmlab.cli with one fake GPU (the runner's fake, and the device queries the command makes)."""
     from gemmlab import cli, device as _device
 
     _fake_gpu(monkeypatch, _ms, devices=1)
     monkeypatch.setattr(_device, "has_gpu", lambda: True)
     monkeypatch.setattr(_device, "device_count", lambda: 1)
-    out = tmp_path / "tuned.json"
-    code = cli.main(["tune", "--shapes", "256x256x256,8x4096x4096", "--out", str(out), "--json"])
+    return cli
+
+
+def _tune_json(cli, capsys, *args):
+    """(the --json document, stderr) of a successful `gemmlab tune ... --json`."""
+    code = cli.main(["tune", *args, "--json"])
     cap = capsys.readouterr()
     assert code == 0, cap.err
-    doc = json.loads(cap.out)
+    return json.loads(cap.out), cap.err
+
+
+def test_cmd_tune_with_a_fake_gpu(monkeypatch, tuning_env, tmp_path, capsys):
+    cli = _fake_cli(monkeypatch)
+    out = tmp_path / "tuned.json"
+    doc, _ = _tune_json(cli, capsys, "--shapes", "256x256x256,8x4096x4096", "--out", str(out))
     assert doc["files"] == [str(out)] and len(doc["entries"]) == 1
     assert [r["status"] for r in doc["results"]] == ["tuned", "skinny"]
     assert db.read(out, IDENT)["entries"][0]["split_k"] == 2
@@ -515,19 +526,12 @@ def test_cmd_tune_with_a_fake_gpu(monkeypatch, tuning_env, tmp_path, capsys):
 
 
 def test_cmd_tune_entries_runs_each_shape_in_its_own_layout(monkeypatch, tuning_env, tmp_path, capsys):
-    from gemmlab import cli, device as _device
-
-    _fake_gpu(monkeypatch, _ms, devices=1)
-    monkeypatch.setattr(_device, "has_gpu", lambda: True)
-    monkeypatch.setattr(_device, "device_count", lambda: 1)
+    cli = _fake_cli(monkeypatch)
     out = tmp_path / "tuned.json"
-    code = cli.main(["tune", "--entries", "256x256x256:nt,512x256x128x4:tt", "--out", str(out), "--json"])
-    cap = capsys.readouterr()
-    assert code == 0, cap.err
-    doc = json.loads(cap.out)
+    doc, err = _tune_json(cli, capsys, "--entries", "256x256x256:nt,512x256x128x4:tt", "--out", str(out))
     assert sorted((r["shape"], r["layout"]) for r in doc["results"]) == [("256x256x256", "nt"), ("512x256x128x4", "tt")]
     assert sorted(e["layout"] for e in db.read(out, IDENT)["entries"]) == ["nt", "tt"]
-    assert "2 shape(s) in their own layouts" in cap.err
+    assert "2 shape(s) in their own layouts" in err
 
 
 def test_jobs_for_entries_and_products():
@@ -551,11 +555,7 @@ def test_tune_entries_errors_name_the_entry():
 
 
 def test_cmd_tune_device_out_of_range(monkeypatch, tuning_env, capsys):
-    from gemmlab import cli, device as _device
-
-    _fake_gpu(monkeypatch, _ms, devices=1)
-    monkeypatch.setattr(_device, "has_gpu", lambda: True)
-    monkeypatch.setattr(_device, "device_count", lambda: 1)
+    cli = _fake_cli(monkeypatch)
     code = cli.main(["tune", "--shapes", "256x256x256", "--devices", "0,3"])
     assert code == 2 and "device 3 does not exist" in capsys.readouterr().err
 
