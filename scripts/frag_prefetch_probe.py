@@ -19,16 +19,14 @@ SHAPES = [
     (896, 896, 4096, "tt", 1), (3500, 3500, 3500, "nt", 1), (2048, 3072, 2048, "nn", 1), (16384, 3072, 768, "nt", 1),
     (256, 8192, 4096, "nt", 1), (256, 256, 16384, "nn", 1), (512, 256, 65536, "nt", 1), (32, 11008, 4096, "nt", 1),
     (8192, 64, 4096, "nt", 1), (2047, 2049, 511, "nt", 1), (4095, 1023, 2049, "tn", 1),
-    (1024, 1024, 1024, 8, "nn"), (256, 256, 64, 64, "tt"), (128, 128, 64, 96, "nt"),
+    (1024, 1024, 1024, "nn", 8), (256, 256, 64, "tt", 64), (128, 128, 64, "nt", 96),
     # unaligned: s10 (4-byte copies; frag_prefetch passes to s10 too) or repacked
-    (333, 555, 777, 8, "tt"), (513, 1025, 257, "tt", 1), (1001, 999, 1003, "nn", 1), (777, 555, 333, "nt", 1),
+    (333, 555, 777, "tt", 8), (513, 1025, 257, "tt", 1), (1001, 999, 1003, "nn", 1), (777, 555, 333, "nt", 1),
     # own shapes (suites.OWN_ENTRIES), aligned
     (1792, 1792, 1792, "nt", 1), (3072, 1024, 4096, "nn", 1), (6144, 2048, 1024, "nt", 1), (384, 384, 384, "nn", 48),
     (96, 4096, 2048, "nt", 1), (2304, 2304, 576, "tn", 1), (160, 160, 160, "nt", 100), (5120, 640, 1280, "tt", 1),
     (601, 901, 301, "nn", 1), (255, 255, 255, "nt", 32),
 ]
-SHAPES = [s if isinstance(s[3], str) else (s[0], s[1], s[2], s[4], s[3]) for s in SHAPES]
-SHAPES = shapes_arg(SHAPES)
 PF, NO = {"frag_prefetch": 1}, {"frag_prefetch": 0}
 T128 = dict(block_m=128, block_n=128, warp_m=64, warp_n=64, block_k=16, k_unroll=1, min_blocks=2)
 T64 = dict(block_m=64, block_n=64, warp_m=32, warp_n=32, min_blocks=3)
@@ -45,5 +43,4 @@ if MID_RUN:  # the tiles of 64 accumulators a thread (8x8, 16x4), on a few shape
     ROWS = [(f"{k}{' pf' if p else ''}", "s11", {**c, "frag_prefetch": p}, None) for k, c in MID.items() for p in (0, 1)]
     SHAPES = [(12288, 512, 512, "nn", 1), (2304, 2304, 576, "tn", 1), (3071, 3071, 383, "tt", 1),
               (8192, 64, 4096, "nt", 1), (1024, 1024, 1024, "nn", 8), (3000, 1000, 1000, "nn", 1)]
-    SHAPES = shapes_arg(SHAPES)
-settings_table(t, SHAPES, ROWS, lambda s: None)
+settings_table(t, shapes_arg(SHAPES), ROWS, lambda s: None)

@@ -920,12 +920,12 @@ def test_frag_prefetch_unrolls_the_stage_and_loads_b_a_group_ahead(tile, variant
     cfg1 = S11.config({**PF_TILES[tile], "frag_prefetch": 1})
     tm, tn = S11.thread_tile(cfg0)
     stage_ffma = tm * tn * cfg0["block_k"]
-    before, after = ({**sass.main_loop_stats(sass.instructions(kernel_for(S11, c, variant, "sm_90").cubin)),
-                      **sass.resources(kernel_for(S11, c, variant, "sm_90").cubin)} for c in (cfg0, cfg1))
+    cubin0, cubin1 = (kernel_for(S11, c, variant, "sm_90").cubin for c in (cfg0, cfg1))
+    before, after = ({**sass.main_loop_stats(sass.instructions(c)), **sass.resources(c)} for c in (cubin0, cubin1))
     assert before["main_loop_ffma"] == tm * tn * 4 * cfg0["k_unroll"]
     assert after["main_loop_ffma"] == stage_ffma
     assert after["local_bytes"] == 0 and after.get("stack_bytes", 0) == 0
-    body = sass.main_loop(sass.instructions(kernel_for(S11, cfg1, variant, "sm_90").cubin))
+    body = sass.main_loop(sass.instructions(cubin1))
     ops = [x.op for x in body]
     assert any(op.startswith("SYNCS") for op in ops)  # the stage's mbarrier wait is inside the trip
     first_ffma = next(i for i, op in enumerate(ops) if sass._is_ffma(op))

@@ -12,9 +12,10 @@ In order, first match wins:
 3. **Nearest**: no bucket matches, but tuned shapes lie within ``table.NEAREST_RADIUS`` octaves
    in log-shape space (same layout and batch bucket; aligned problems only,
    ``NEAREST_ALIGNED_ONLY``): the tile that the nearest of them measured fastest (up to
-   ``table.NEAREST_K`` vote, a neighbour's weight 1 / (distance + NEAREST_EPS)), with the split-K the waves model gives that tile at this shape
-   (split-K follows the tile count, a property of the shape, not of the neighbour); unless the
-   model puts that tile more than ``NEAREST_MODEL_SLACK`` times slower than its own best here.
+   ``table.NEAREST_K`` vote, a neighbour's weight 1 / (distance + NEAREST_EPS)), with the split-K
+   the waves model gives that tile at this shape (split-K follows the tile count, a property of
+   the shape, not of the neighbour); unless the model puts that tile more than
+   ``NEAREST_MODEL_SLACK`` times slower than its own best here.
 4. **Heuristic**: the waves model with split-K (model.py) over the config space (space.py), for
    any GPU and shape the tables do not cover. Never one fixed stage.
 

@@ -309,7 +309,8 @@ def copy_stores(cfg, variant, threads) -> dict:
 FRAG_PREFETCH_PARAM = Param(
     "frag_prefetch", -1, "1: B's fragments of the next group of 4 k are loaded before this group's FFMAs, into a "
     "second set of registers (mma/warp_tile.cuh FRAG_PREFETCH); 0: ptxas hoists loads within one trip of k_unroll "
-    "groups; -1: 1 where a thread holds at most 32 accumulators (measured faster there), else 0",
+    f"groups; -1: 1 where a thread holds at most {CpAsync.FRAG_PREFETCH_MAX_ACC} accumulators (measured faster "
+    "there), else 0",
     named_at_default=False)
 
 STAGE = CpAsync(

@@ -86,9 +86,8 @@ def parse_entries(spec: str) -> list[tuple]:
     entries = suites.parse_entries(spec)
     missing = [e for e in entries if e[4] is None]
     if missing:
-        M, N, K, B, _ = missing[0]
-        raise suites.ShapeError(f"{M}x{N}x{K}" + (f"x{B}" if B > 1 else "") + " has no layout; write it "
-                                "MxNxK:LAYOUT (or use --shapes with --layouts)")
+        raise suites.ShapeError(f"{suites.text(missing[0][:4])} has no layout; write it MxNxK:LAYOUT "
+                                "(or use --shapes with --layouts)")
     return entries
 
 
