@@ -171,6 +171,43 @@ def test_split_k_in_a_cluster_kernel_and_rule():
     assert two.seconds < ws
 
 
+@pytest.mark.parametrize("cfg", [{}, {"block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32, "min_blocks": 3,
+                                         "stages": 3}], ids=["default", "64x64"])
+def test_s10_split_k_in_a_cluster_kernel_and_rule(cfg):
+    """s10 (the 4-byte copies of unaligned problems, and 16-byte ones) adds the slices of a tile
+    in a cluster as s11 does: the variant, __cluster_dims__, two cluster barriers and no local
+    memory on both copy sizes; the rule is its own buffers' (no TMA rounding), 2 slices by
+    default; the plan asks for a cluster only on sm_90 and later, and the model charges such a
+    split no reduce kernel only there."""
+    from gemmlab.analysis import sass
+    from gemmlab.jit.source import generate
+    from gemmlab.plan import kernel_for
+
+    spec = get("s10")
+    cfg = spec.config(cfg)
+    v = spec.variant(cfg, Problem.dense(333, 555, 777, "tt", splits=2, k_split=389))
+    assert v["cluster_k"] == 2 and v["vec"] == 0
+    assert "cluster_k" not in spec.variant(cfg, Problem.dense(333, 555, 777, splits=2, k_split=389, d_ss=1 << 20))
+    name, src = generate(spec, cfg, v)
+    assert name.endswith("_ck2") and "__cluster_dims__(1, 2, 1) __launch_bounds__" in src
+    for variant in (v, {**v, "vec": 1}):
+        ck = kernel_for(spec, cfg, variant, "sm_90")
+        ops = sass.opcodes(sass.instructions(ck.cubin))
+        assert ops.get("UCGABAR_ARV", 0) >= 2 and ops.get("UCGABAR_WAIT", 0) >= 2, ops
+        assert sass.resources(ck.cubin)["local_bytes"] == 0
+    assert spec.cluster_slices(cfg, 2) and not spec.cluster_slices(cfg, 3)
+    assert spec.cluster_slices(cfg, 8, forced=True) and not spec.cluster_slices(cfg, 9, forced=True)
+    # 2 stages of 8 k hold 2 x 192 x 8 floats: a 64 x (128 + 8) partial does not fit
+    tight = spec.config({"block_m": 64, "block_n": 128, "warp_m": 32, "warp_n": 64, "block_k": 8, "stages": 2})
+    assert not spec.cluster_slices(tight, 2, forced=True)
+    cand = next(c for c in space.SM80 if c.tile() == (64, 64))
+    for cc, clustered in ((90, True), (80, False)):
+        gpu = model.Gpu(cc=cc)
+        two = model.predict(cand, 777, 555, 333, 1, 2, gpu).seconds
+        ws = model.predict(cand, 777, 555, 333, 1, 2, gpu, cluster=False).seconds  # the workspace path
+        assert (ws - two > model.LAUNCH_S) == clustered and (two == ws) != clustered
+
+
 def test_heuristic_uses_the_machine():
     gpu = model.Gpu()
     big = model.best(8192, 8192, 8192, 1, gpu)
@@ -253,6 +290,71 @@ def test_gpu_split_k_in_a_cluster(layout, cfg, M, N, K, split):
     ws = gemmlab.gemm(a, b, c, alpha=0.5, beta=2.0, stage="s11", config={**config, "cluster_reduce": 0})
     torch.cuda.synchronize()
     assert check.compare(out, ws.double(), K).correct
+
+
+S10_CLUSTER_TILES = [{}, {"block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32, "min_blocks": 3, "stages": 3},
+                     {"block_m": 64, "block_n": 128, "warp_m": 32, "warp_n": 64, "min_blocks": 2, "stages": 4,
+                      "block_k": 16, "k_unroll": 1, "transpose_in": 1}]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("cfg", S10_CLUSTER_TILES, ids=["default", "64x64", "64x128-bk16-ti"])
+@pytest.mark.parametrize("M,N,K,split", [(333, 555, 777, 2), (257, 390, 1000, 3), (64, 128, 96, 2),
+                                         (513, 257, 4101, 8), (260, 300, 776, 5)])
+def test_gpu_s10_split_k_in_a_cluster(layout, cfg, M, N, K, split):
+    """s10 adds 2..8 slices in a cluster (2 by default, more forced), on 4-byte copies (odd sizes)
+    and 16-byte ones: right against float64 on edges in M, N and K in every layout, with C and
+    alpha/beta, the same bits twice, no reduce kernel, and the same result as the workspace path."""
+    import torch
+
+    import gemmlab
+    from gemmlab import check
+
+    config = {**cfg, "split_k": split, "cluster_reduce": 1}
+    r = _check(gemmlab.gemm, M, N, K, layout, stage="s10", config=config)
+    assert r.correct, r
+    a, b, c = check.random_operands(M, N, K, layout)
+    out = torch.full((M, N), float("nan"), device="cuda")
+    plan, fn = gemmlab.api.prepare(a, b, c, alpha=0.5, beta=2.0, out=out, stage="s10", config=config)
+    assert plan.choice.spec.id == "s10" and plan.choice.cluster_reduce, plan.summary
+    assert "gemmlab_splitk_reduce" not in plan.kernels and f"_ck{split}_" in plan.main.name + "_", plan.kernels
+    fn()
+    first = out.clone()
+    fn()
+    torch.cuda.synchronize()
+    assert torch.equal(out, first)
+    ws = gemmlab.gemm(a, b, c, alpha=0.5, beta=2.0, stage="s10", config={**config, "cluster_reduce": 0})
+    torch.cuda.synchronize()
+    assert check.compare(out, ws.double(), K).correct
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("stage", ["s10", "auto"])
+def test_gpu_s10_split_k_in_a_cluster_batched_strided_c_and_nan(stage):
+    """Batched with a broadcast bias and a column-major out (unaligned: s10's 4-byte copies, 2
+    slices in a cluster by default), and a NaN / Inf in A reaching exactly its row of D."""
+    import torch
+
+    import gemmlab
+    from gemmlab import check
+
+    B, M, N, K = 3, 301, 203, 999
+    config = {"split_k": 2} if stage == "s10" else None
+    a = torch.rand(B, M, K, device="cuda") - 0.5
+    b = torch.rand(B, K, N, device="cuda") - 0.5
+    bias = (torch.rand(N, device="cuda") - 0.5).expand(B, M, N)
+    out = torch.full((B, N, M), float("nan"), device="cuda").transpose(1, 2)
+    gemmlab.gemm_batched(a, b, bias, alpha=0.5, beta=2.0, out=out, stage=stage, config=config)
+    torch.cuda.synchronize()
+    ref = 0.5 * (a.double() @ b.double()) + 2.0 * bias.double()
+    assert check.compare(out, ref, K).correct
+    a[1, 7, 5], a[2, 100, 998] = float("nan"), float("inf")
+    out2 = gemmlab.gemm_batched(a, b, stage=stage, config=config)
+    torch.cuda.synchronize()
+    assert torch.isnan(out2[1, 7]).all() and not torch.isnan(out2[1, 8]).any()
+    assert not torch.isfinite(out2[2, 100]).any() and torch.isfinite(out2[2, 99]).all()
+    assert torch.isfinite(out2[0]).all()
 
 
 @pytest.mark.gpu

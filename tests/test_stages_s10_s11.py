@@ -118,10 +118,10 @@ def test_vec_per_operand_variants():
     # nt: both rows are K long, a misaligned base parts them; a K-major operand keeps no 16-byte copies alone
     assert S10.variant(cfg, dense(64, 64, 64, "nt", a_off=1)) == {"vec": 0, "a_k_major": 1, "b_n_major": 0}
     # the template takes the two sizes apart (..., stages, A_VEC, B_VEC, A_K_MAJOR, B_N_MAJOR, TRANSPOSE_IN,
-    # FRAG_PREFETCH>); a fully 16-byte variant never transposes
+    # FRAG_PREFETCH, CLUSTER_K>); a fully 16-byte variant never transposes
     assert S10.template(cfg, {"vec": 0, "a_k_major": 0, "b_n_major": 1, "a_vec": 1}).endswith(
-        ", 3, true, false, false, true, true, false>")
-    assert S10.template(cfg, {"vec": 1, "a_k_major": 1, "b_n_major": 1}).endswith(", 3, true, true, true, true, false, false>")
+        ", 3, true, false, false, true, true, false, 1>")
+    assert S10.template(cfg, {"vec": 1, "a_k_major": 1, "b_n_major": 1}).endswith(", 3, true, true, true, true, false, false, 1>")
     mixed = [v for v in S10.variants(cfg) if len(v) == 4]
     assert [(v["a_k_major"], v["b_n_major"], next(k for k in v if k.endswith("_vec") and k != "vec")) for v in mixed] \
         == list(s10_cp_async.ONE_OPERAND_VEC)

@@ -7,7 +7,7 @@ waves (the tail effect: a last wave that is 10% full costs a whole wave). Each b
 fixed cost per block (prologue, pipeline fill, epilogue); an SM holding fewer blocks than it could
 runs each faster but with fewer warps to hide latency (square root of the occupancy). Split-K then adds its reduce kernel:
 it reads S partial products and writes D once, at memory bandwidth, plus a launch; or, where
-the slices of a tile are added in a thread block cluster (s11, 2 slices), a small cost per wave
+the slices of a tile are added in a thread block cluster (sm_90, s10 and s11, 2 slices), a small cost per wave
 instead (``in_cluster``). The
 prediction picks the tile and S with the least time; ties go to fewer slices (less memory).
 
@@ -33,6 +33,13 @@ CLUSTER_REDUCE_S = 0.5e-6  # per wave: a block writes its partial tile, reads a 
 # 8192^3 0.954; within one wave none: 4096x512x2048 ran 187.6 us against 363.8, 0.516 of it).
 CLUSTER_MULTIWAVE_EFFICIENCY = 0.93
 MIN_K_SLICE = 128          # a slice shorter than this is all overhead
+# Two terms that scripts/model_fit.py fits to the tuning measurements (docs/dispatch.md, "Random
+# shapes in no table"): an SM holding r of its bps blocks runs at (r / bps) ** OCCUPANCY_EXPONENT
+# of its rate (lower values fitted no better); WORKSPACE_SPLIT_S is charged per split through the
+# workspace beyond LAUNCH_S and the traffic (1-3 us fitted the table 0.1% better and moved 8 of 79
+# random shapes' choices for no net gain on the H200, so it stays 0).
+OCCUPANCY_EXPONENT = 0.5
+WORKSPACE_SPLIT_S = 0.0
 
 
 @dataclass(frozen=True)
@@ -61,7 +68,8 @@ class Prediction:
 
 def predict(cand: space.Candidate, M: int, N: int, K: int, batch: int, split_k: int, gpu: Gpu, *,
             cluster: bool = True) -> Prediction:
-    """``cluster=False``: as if every split wrote a workspace (the plans before split-K in a cluster)."""
+    """``cluster=False``: as if every split wrote a workspace (the plans before split-K in a
+    cluster; on GPUs before sm_90 they all do)."""
     bm, bn = cand.tile()
     bps = cand.blocks_per_sm()
     k_len, s = k_slices(K, split_k)
@@ -73,22 +81,22 @@ def predict(cand: space.Candidate, M: int, N: int, K: int, batch: int, split_k: 
     # hide less latency: the SM's rate falls like the square root of its occupancy.
     resident = min(bps, math.ceil(blocks / gpu.sms))
     eff = cand.efficiency * (1.0 if fits(cand, M, N) else OVERSIZED_EFFICIENCY)
-    sm_rate = eff * gpu.sm_flops * math.sqrt(resident / bps)
+    sm_rate = eff * gpu.sm_flops * (resident / bps) ** OCCUPANCY_EXPONENT
     per_block = 2.0 * bm * bn * max(k_len, 1) / (sm_rate / resident) + BLOCK_OVERHEAD_S
     seconds = math.ceil(waves) * per_block
-    if s > 1 and cluster and in_cluster(cand, M, N, s):
+    if s > 1 and cluster and gpu.cc >= 90 and in_cluster(cand, M, N, s):
         seconds += math.ceil(waves) * CLUSTER_REDUCE_S
         if blocks > capacity:
             seconds /= CLUSTER_MULTIWAVE_EFFICIENCY
     elif s > 1:
-        seconds += LAUNCH_S + 4.0 * M * N * batch * (s + 2) / gpu.bandwidth
+        seconds += LAUNCH_S + WORKSPACE_SPLIT_S + 4.0 * M * N * batch * (s + 2) / gpu.bandwidth
     return Prediction(cand, s, seconds, blocks, waves)
 
 
 def in_cluster(cand: space.Candidate, M: int, N: int, splits: int) -> bool:
-    """The plan adds the slices in a thread block cluster (s11 with 2 slices by default; a tile
-    larger than the problem too, its TMA boxes hanging over). H200: the workspace path's whole
-    modelled cost (4096x512x2048: 12.7 us) is what the cluster saves."""
+    """The plan adds the slices in a thread block cluster (s10 and s11 with 2 slices by default,
+    on sm_90: ``predict`` asks only there). H200: the workspace path's whole modelled cost
+    (4096x512x2048: 12.7 us) is what the cluster saves."""
     return cand.spec().cluster_slices(cand.config(), splits)
 
 
@@ -114,8 +122,8 @@ def fits(cand: space.Candidate, M: int, N: int) -> bool:
 def rank(M: int, N: int, K: int, batch: int = 1, gpu: Gpu | None = None, *, allow_split: bool = True,
          candidates=None, cluster: bool = True) -> list[Prediction]:
     """Every candidate x split, best first (one prediction per distinct slice count).
-    ``cluster=False``: s11 will not run this problem on TMA (unaligned rows, not repacked), so
-    no split is added in a cluster."""
+    ``cluster=False``: no split is added in a cluster (model_fit.py: the measurements taken
+    before there was one)."""
     gpu = gpu or Gpu()
     out = []
     for cand in candidates if candidates is not None else space.candidates(gpu.cc):

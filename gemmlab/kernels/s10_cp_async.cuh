@@ -15,6 +15,9 @@
 // in tt B as Bs[k][n], rows padded by 4 floats (copy/cp_async_tile.cuh, TransposingCopier), so
 // the core runs the outer-product layout (A M-major, B N-major), whose fragments keep clear of
 // register-bank conflicts; nt keeps both as they are.
+// CLUSTER_K > 1 (split-K in a cluster, sm_90): the gridDim.y = CLUSTER_K slices of K of a tile are
+// one thread block cluster and add their partials through distributed shared memory in the stage
+// buffers (epilogue/cluster_reduce.cuh, as in s11): no workspace and no reduce kernel.
 // WarpTileCore (mma/warp_tile.cuh: fragment loads, FFMAs, epilogue) is shared with s11, which
 // replaces only the copies; TileCopier (copy/cp_async_tile.cuh) is this stage's copy.
 #pragma once
@@ -22,12 +25,13 @@
 #include "ptx/cp_async.cuh"
 #include "mma/warp_tile.cuh"
 #include "copy/cp_async_tile.cuh"
+#include "epilogue/cluster_reduce.cuh"
 
 namespace gemmlab {
 
 template <int BLOCK_M_, int BLOCK_N_, int BLOCK_K_, int WARP_M_, int WARP_N_, int K_UNROLL_, bool A_SWIZZLE_,
           int STAGES_, bool A_VEC_, bool B_VEC_, bool A_K_MAJOR_, bool B_N_MAJOR_, bool TRANSPOSE_IN_ = false,
-          bool FRAG_PREFETCH_ = false>
+          bool FRAG_PREFETCH_ = false, int CLUSTER_K_ = 1>
 struct S10CpAsync {
     // One operand at most, and only one on 4-byte copies (a 16-byte copy cannot transpose): A
     // K-major with B N-major (nn) into As[k][m], B K-major with A M-major (tt) into Bs[k][n]. In nt
@@ -44,6 +48,11 @@ struct S10CpAsync {
     static constexpr int THREADS = Core::THREADS;
     static_assert(STAGES >= 2 && STAGES <= 8, "stages must be 2..8");
     static constexpr int SMEM_BYTES = STAGES * (Core::A_TILE_FLOATS + Core::B_TILE_FLOATS) * 4;
+    // Split-K in a cluster: the partial tile reuses the stage buffers.
+    static constexpr int CLUSTER_K = CLUSTER_K_;
+    using Reduce = ClusterReduce<BLOCK_M, BLOCK_N, CLUSTER_K < 2 ? 2 : CLUSTER_K, THREADS>;
+    static_assert(CLUSTER_K == 1 || (CLUSTER_K >= 2 && CLUSTER_K <= 8), "cluster_k: 1 (none) or 2..8 slices");
+    static_assert(CLUSTER_K == 1 || Reduce::BYTES <= SMEM_BYTES, "cluster_k: the partial tile must fit in the stage buffers");
 
     // A K-major: As[m][k] swizzled; M-major: As[k][m]. B N-major: Bs[k][n]; K-major: Bs[n][k] swizzled.
     // (TRANSPOSE_IN: a K-major operand's TransposingCopier takes the same (x, k) strides.)
@@ -104,7 +113,15 @@ struct S10CpAsync {
             write_stage = write_stage == STAGES - 1 ? 0 : write_stage + 1;
         }
         async::wait_group<0>();  // only empty groups can remain; nothing is left in flight on exit
-        core.store(args, row0, col0, acc);
+        if constexpr (CLUSTER_K > 1) {
+            __syncthreads();  // every warp has read its last stage: the buffers take the partial tile
+            Reduce::write_partial(core, acc, a_tiles);
+            async::cluster_sync();  // every slice's partial is written
+            Reduce::reduce_store(args, row0, col0, a_smem, static_cast<int>(threadIdx.x));
+            async::cluster_sync();  // no CTA moves on while another still reads its partial
+        } else {
+            core.store(args, row0, col0, acc);
+        }
     }
 };
 

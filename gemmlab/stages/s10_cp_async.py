@@ -155,10 +155,36 @@ class CpAsync(StageSpec):
 
     max_stages = 8
 
+    @staticmethod
+    def stage_buffer_bytes(cfg) -> int:
+        """The pipeline's stage buffers without transpose_in's padding: stages x (A tile + B tile)."""
+        return cfg["stages"] * (cfg["block_m"] + cfg["block_n"]) * cfg["block_k"] * 4
+
     def smem_bytes(self, cfg, variant):
         a_t, b_t = self.transposed_in(cfg, variant)
         pad = 4 * (int(a_t) + int(b_t))  # floats per k row of the padded [k][x] tiles
         return cfg["stages"] * (cfg["block_m"] + cfg["block_n"] + pad) * cfg["block_k"] * 4
+
+    # ---- split-K in a cluster (kernels/epilogue/cluster_reduce.cuh; s10 and s11) ---------------
+    MAX_CLUSTER = 8  # a portable cluster
+    # By default only 2 slices: on the H200 (scripts/cluster_split_probe.py, docs/stages/s10-s11.md)
+    # 2 slices in a cluster beat the workspace path by its whole cost (s11, 4096x512x2048: 187.6
+    # against 200.3 us), but clusters of 3 or more one-block-per-SM CTAs cannot all be resident at
+    # once (2048x512x4096 as 128x256 with 4 slices: 361 us in a cluster, 184 with a workspace) and
+    # leave SMs idle between clusters on long grids (8192^3 with 3 slices: 25.0 against 21.0 ms).
+    DEFAULT_CLUSTER = (2,)
+
+    def cluster_slices(self, cfg, splits, forced=False):
+        """The kernel can: 2..8 slices, and the partial tile (rows of block_n + 8 floats) fits in
+        the stage buffers (the kernels' static_asserts); by default only DEFAULT_CLUSTER slices.
+        Clusters need sm_90: the plan asks only there."""
+        can = (2 <= splits <= self.MAX_CLUSTER
+               and cfg["block_m"] * (cfg["block_n"] + 8) * 4 <= self.stage_buffer_bytes(cfg))
+        return can and (forced or splits in self.DEFAULT_CLUSTER)
+
+    def kernel_attributes(self, cfg, variant):
+        k = variant.get("cluster_k", 1)
+        return f"__cluster_dims__(1, {k}, 1) " if k > 1 else ""
 
     # ---- instantiation -------------------------------------------------------------------
     def variants(self, cfg):
@@ -177,6 +203,8 @@ class CpAsync(StageSpec):
         one = "a_vec" if a_vec else "b_vec"
         if a_vec != b_vec and (a_k, b_n, one) in ONE_OPERAND_VEC:
             out[one] = 1
+        if problem.splits > 1 and problem.d_ss == 0:  # the slices share D: added in a cluster
+            out["cluster_k"] = problem.splits
         return out
 
     def template(self, cfg, variant):
@@ -185,7 +213,7 @@ class CpAsync(StageSpec):
         return (f"gemmlab::S10CpAsync<{cfg['block_m']}, {cfg['block_n']}, {cfg['block_k']}, {cfg['warp_m']}, "
                 f"{cfg['warp_n']}, {cfg['k_unroll']}, {b(cfg['a_swizzle'])}, {cfg['stages']}, {b(a_vec)}, {b(b_vec)}, "
                 f"{b(variant['a_k_major'])}, {b(variant['b_n_major'])}, {b(cfg['transpose_in'] and not (a_vec and b_vec))}, "
-                f"{b(self.frag_prefetch(cfg))}>")
+                f"{b(self.frag_prefetch(cfg))}, {variant.get('cluster_k', 1)}>")
 
     # ---- shared-memory addressing for the bank model ---------------------------------------
     def smem_accesses(self, cfg, variant=None):

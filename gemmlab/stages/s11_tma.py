@@ -184,22 +184,6 @@ class Tma(CpAsync):
                 f"{variant.get('cluster_k', 1)}, {cfg.get('ffma_rotate', 0)}, {b(self.b_scalar(cfg, variant))}, "
                 f"{cfg.get('b_transpose', 0)}, {b(self.frag_prefetch(cfg))}>")
 
-    # ---- split-K in a cluster (kernels/epilogue/cluster_reduce.cuh) ----------------------------
-    MAX_CLUSTER = 8  # a portable cluster
-    # By default only 2 slices: on the H200 (scripts/cluster_split_probe.py, docs/stages/s11.md)
-    # 2 slices in a cluster beat the workspace path by its whole cost (4096x512x2048: 187.6 against
-    # 200.3 us), but clusters of 3 or more one-block-per-SM CTAs cannot all be resident at once
-    # (2048x512x4096 as 128x256 with 4 slices: 361 us in a cluster, 184 with a workspace) and leave
-    # SMs idle between clusters on long grids (8192^3 with 3 slices: 25.0 against 21.0 ms).
-    DEFAULT_CLUSTER = (2,)
-
-    def cluster_slices(self, cfg, splits, forced=False):
-        """The kernel can: 2..8 slices, and the partial tile (rows of block_n + 8 floats) fits in
-        the stage buffers (S11Tma's static_asserts); by default only DEFAULT_CLUSTER slices."""
-        can = (2 <= splits <= self.MAX_CLUSTER
-               and cfg["block_m"] * (cfg["block_n"] + 8) * 4 <= self.stage_buffer_bytes(cfg))
-        return can and (forced or splits in self.DEFAULT_CLUSTER)
-
     # ---- stream-K (kernels/epilogue/stream_k.cuh, the wrapper in jit/source.py) -------------
     def stream_k_blocks(self, cfg, problem, sms):
         """One batch, no split-K, on TMA: min(SMs x the blocks an SM holds, K tiles in all)."""
@@ -210,10 +194,6 @@ class Tma(CpAsync):
         k_tiles = -(-p.M // bm) * -(-p.N // bn) * -(-p.K // cfg["block_k"])
         fit = max(1, SMEM_PER_SM // (self.smem_bytes(cfg, {}) + SMEM_RESERVED_PER_BLOCK))
         return int(min(sms * min(cfg.get("min_blocks", 1), fit), k_tiles))
-
-    def kernel_attributes(self, cfg, variant):
-        k = variant.get("cluster_k", 1)
-        return f"__cluster_dims__(1, {k}, 1) " if k > 1 else ""
 
     # ---- problems TMA cannot take ----------------------------------------------------------
     def fallback(self, cfg, problem):

@@ -1,0 +1,93 @@
+"""Fit the waves model's two overhead terms to what gemmlab tune measured (CPU only).
+
+The shipped H200 table keeps every entry's shortlist: each candidate tile and split-K with its
+measured time (L2 flushed). For each setting of model.OCCUPANCY_EXPONENT (how fast an SM runs
+holding fewer blocks than it could) and model.WORKSPACE_SPLIT_S (what a split through the
+workspace costs beyond the modelled launch and traffic), this prints the regret of the model's
+pick among each shortlist (its measured time over the fastest's): geometric mean, worst, and the
+share of entries where it picks the fastest. Entries tuned before split-K in a cluster existed
+(2026-12-01T16:13) and unaligned, unrepacked ones (s10) are predicted with cluster=False.
+Optionally a probe log of scripts/two_warp_probe.py adds its shapes (``--probe FILE``).
+    python3 scripts/model_fit.py [--probe FILE]"""
+import itertools
+import json
+import math
+import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from gemmlab.heuristics import model, space  # noqa: E402
+
+TABLE = Path(__file__).resolve().parents[1] / "gemmlab" / "tune" / "tables" / "nvidia-h200-sm_90-nvrtc-13.0.json"
+CLUSTER_SINCE = "2026-12-01T16:13"
+GPU = model.Gpu(sms=132, clock_hz=1.98e9, cc=90)
+
+
+def table_cases():
+    """[(name, M, N, K, batch, cluster, [(candidate, split, ms)])] from the shipped table."""
+    by_label = {c.label: c for c in space.candidates(90)}
+    out = []
+    for e in json.loads(TABLE.read_text())["entries"]:
+        M, N, K, B = e["shape"]
+        cluster = str(e.get("tuned", "")) >= CLUSTER_SINCE and (e["aligned"] or e["repack"])
+        short = []
+        for label, split, ms in e["candidates"]:
+            lab = re.sub(r"( split \d+)?( \(default\))?( \[.*\])?$", "", label).removeprefix("s11 ")
+            if lab in by_label:
+                short.append((by_label[lab], split, ms))
+        if len(short) > 1:
+            out.append((f"{M}x{N}x{K}x{B} {e['layout']}", M, N, K, B, cluster, short))
+    return out
+
+
+def probe_cases(path):
+    """The same from a two_warp_probe.py log (its 64x64 and 32-row tiles that the space lists)."""
+    labels = {"64x64 w32x32 x3": "64x64 w32x32 x3", "32x64 w16x32 x4": "32x64 w16x32 x4"}
+    by_label = {c.label: c for c in space.candidates(90)}
+    out, cur = [], None
+    for line in Path(path).read_text().splitlines():
+        m = re.match(r"== (\d+)x(\d+)x(\d+)(?:x(\d+))? (\w+) \((s1\d)\)", line)
+        if m:
+            M, N, K = map(int, m.group(1, 2, 3))
+            cur = (f"{m.group(1)}x{m.group(2)}x{m.group(3)}x{m.group(4) or 1} {m.group(5)}", M, N, K,
+                   int(m.group(4) or 1), m.group(6) == "s11", [])
+            out.append(cur)
+            continue
+        m = re.match(r"\s+(.+?)\s+split\s+(\d+)\s+([\d.]+) us", line)
+        if m and cur and m.group(1) in labels:
+            cur[6].append((by_label[labels[m.group(1)]], int(m.group(2)), float(m.group(3)) / 1e3))
+    return [c for c in out if len(c[6]) > 1]
+
+
+def score(cases):
+    regrets, hits = [], 0
+    for _, M, N, K, B, cluster, short in cases:
+        preds = [model.predict(c, M, N, K, B, s, GPU, cluster=cluster).seconds for c, s, _ in short]
+        pick = short[preds.index(min(preds))][2]
+        best = min(ms for _, _, ms in short)
+        regrets.append(pick / best)
+        hits += pick == best
+    g = math.exp(sum(map(math.log, regrets)) / len(regrets))
+    return g, max(regrets), hits / len(regrets)
+
+
+def main():
+    cases = {"table": table_cases()}
+    if "--probe" in sys.argv:
+        cases["probe"] = probe_cases(sys.argv[sys.argv.index("--probe") + 1])
+    saved = model.OCCUPANCY_EXPONENT, model.WORKSPACE_SPLIT_S
+    print("  exp  ws_us  " + "  ".join(f"{k} ({len(v)}): regret gmean / max / picks best" for k, v in cases.items()))
+    for x, w in itertools.product((0.5, 0.4, 0.35, 0.3, 0.25, 0.2), (0.0, 1.0, 2.0, 3.0, 4.0)):
+        model.OCCUPANCY_EXPONENT, model.WORKSPACE_SPLIT_S = x, w * 1e-6
+        cells = []
+        for v in cases.values():
+            g, mx, hit = score(v)
+            cells.append(f"{g:.4f} / {mx:.2f} / {hit:.2f}")
+        print(f" {x:4.2f}  {w:5.1f}  " + "  ".join(f"{c:>40}" for c in cells))
+    model.OCCUPANCY_EXPONENT, model.WORKSPACE_SPLIT_S = saved
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+"""`auto` under settings of the runtime's model, on random shapes that no suite and no table
+bucket holds, against cuBLAS in the same run (H200).
+
+Each variant sets module constants of the runtime (say heuristics.model.WORKSPACE_SPLIT_S), the
+plan cache is cleared, and `auto` builds its plan; the plans that differ are each checked against
+float64 and timed (CUDA events, L2 flushed, median). Shapes: ``--random N`` log-uniform M, N, K
+in 96..4096 (odd where a coin says so, batched 4..64 for a quarter of them), every layout, seeded,
+keeping only shapes in no bucket of a suite or of the shipped table; plus ``M N K layout batch``
+groups from the command line. Prints one line per shape and the geometric mean per variant.
+    python3 scripts/model_variant_probe.py [--random N] [--seed S] [--variants A,B] [M N K layout batch ...]"""
+import math
+import random
+import sys
+
+import torch
+
+from gemmlab import api
+from gemmlab.bench import suites
+from gemmlab.bench.candidates import Operands
+from gemmlab.heuristics import choice, model, space, table
+from gemmlab.stages import get
+from probe_common import checked_timer, event_timer
+
+# name -> {(module, attribute): value}
+def _eff(label, eff):
+    """space.SM90 with the candidate ``label``'s efficiency set to ``eff``."""
+    from dataclasses import replace
+
+    return tuple(replace(c, efficiency=eff) if c.label == label else c for c in space.SM90)
+
+
+VARIANTS = {
+    "as_is": {},  # the runtime as it is (A/B of two builds: run the probe once with each on PYTHONPATH)
+    "ws0": {(model, "WORKSPACE_SPLIT_S"): 0.0},
+    "ws3": {(model, "WORKSPACE_SPLIT_S"): 3e-6},
+    "ws3+e64": {(model, "WORKSPACE_SPLIT_S"): 3e-6, (space, "SM90"): _eff("64x64 w32x32 x3", 0.66)},
+    "ws3+rp150": {(model, "WORKSPACE_SPLIT_S"): 3e-6, (choice, "REPACK_MIN_FLOP_PER_BYTE"): 150},
+    # unaligned operands: never copied / always copied into an aligned workspace
+    "rp_never": {(choice, "REPACK_MIN_FLOP_PER_BYTE"): float("inf")},
+    "rp_always": {(choice, "REPACK_MIN_FLOP_PER_BYTE"): 0.0},
+    # s10 adds 2, 3 or 4 slices in a cluster (default 2 only), at the model's choices
+    "s10ck4": {(get("s10"), "DEFAULT_CLUSTER"): (2, 3, 4)},
+}
+
+
+def arg(flag, default):
+    return int(sys.argv[sys.argv.index(flag) + 1]) if flag in sys.argv else default
+
+
+def taken_buckets():
+    out = {table.bucket(*s[:4]) for name in ("HELDOUT", "OWN", "WIDE", "GRID", "ISSUE9") for s in getattr(suites, name)}
+    import json
+    from pathlib import Path
+
+    path = Path(table.__file__).resolve().parents[1] / "tune" / "tables" / "nvidia-h200-sm_90-nvrtc-13.0.json"
+    out |= {table.bucket(*e["shape"]) for e in json.loads(path.read_text())["entries"]}
+    return out
+
+
+def random_shapes(n, seed):
+    rng, taken, out = random.Random(seed), taken_buckets(), []
+    while len(out) < n:
+        batch = rng.choice((4, 8, 16, 32, 64)) if rng.random() < 0.25 else 1
+        hi = 4096 if batch == 1 else 768
+        dims = [int(math.exp(rng.uniform(math.log(96), math.log(hi)))) for _ in range(3)]
+        dims = [d | 1 if rng.random() < 0.4 else d & ~3 for d in dims]
+        M, N, K = dims
+        if table.bucket(M, N, K, batch) in taken or 2.0 * M * N * K * batch > 2e11:
+            continue
+        out.append((M, N, K, rng.choice(("nn", "nt", "tn", "tt")), batch))
+    return out
+
+
+def fixed_shapes():
+    v = [a for a in sys.argv[1:] if not a.startswith("--")]
+    for flag in ("--random", "--seed", "--variants"):
+        if flag in sys.argv:
+            v.remove(sys.argv[sys.argv.index(flag) + 1])
+    return [(int(v[i]), int(v[i + 1]), int(v[i + 2]), v[i + 3], int(v[i + 4])) for i in range(0, len(v), 5)]
+
+
+def apply(settings):
+    old = {k: getattr(*k) for k in settings}
+    for (mod, attr), val in settings.items():
+        setattr(mod, attr, val)
+    api.clear_plan_cache()
+    return old
+
+
+def main():
+    t = event_timer(target_seconds=0.05, max_seconds=0.5, min_reps=10, max_reps=300)
+    timed = checked_timer(t)
+    if "--variants" in sys.argv:  # a comma-separated subset, in that order
+        names = sys.argv[sys.argv.index("--variants") + 1].split(",")
+        for name in list(VARIANTS):
+            if name not in names:
+                del VARIANTS[name]
+    shapes = fixed_shapes() + random_shapes(arg("--random", 0), arg("--seed", 16))
+    ratios = {v: [] for v in VARIANTS}
+    print("shape: cuBLAS us | variant us (cuBLAS / it) [kernels] ...", flush=True)
+    for M, N, K, lay, batch in shapes:
+        ops = Operands.make(M, N, K, lay, 0, batch=batch)
+        ops.reference()
+        cub = t(lambda: torch.bmm(ops.a, ops.b, out=ops.out) if ops.batched else torch.mm(ops.a, ops.b, out=ops.out))
+        seen, cells = {}, []
+        for name, settings in VARIANTS.items():
+            old = apply(settings)
+            plan, _ = api.prepare(ops.a, ops.b, out=ops.out, batched=ops.batched)
+            key = (plan.choice.spec.id, tuple(sorted(plan.choice.config.items())), plan.choice.split_k,
+                   plan.choice.repack, plan.choice.a_transpose)
+            if key not in seen:
+                seen[key] = timed(ops, "auto", None)
+            apply(old)
+            us, kern = seen[key]
+            ratios[name].append(cub / us)
+            c = plan.choice
+            cells.append(f"{name} {us:.1f} ({cub / us:.3f}) [{c.spec.id} {c.config['block_m']}x{c.config['block_n']}"
+                         f" s{c.split_k}{' rp' if c.repack else ''} {c.source}]")
+        print(f"{M}x{N}x{K}{f'x{batch}' if batch > 1 else ''} {lay}: cuBLAS {cub:.1f} | " + " | ".join(cells),
+              flush=True)
+        del ops
+    print()
+    for name, r in ratios.items():
+        g = math.exp(sum(map(math.log, r)) / len(r))
+        print(f"{name}: auto / cuBLAS geometric mean {g:.3f}, min {min(r):.3f} over {len(r)} shapes")
+
+
+if __name__ == "__main__":
+    main()
