@@ -21,7 +21,7 @@ from gemmlab.heuristics import choice, model, space, table
 from gemmlab.stages import get
 from probe_common import checked_timer, event_timer
 
-# name -> {(module, attribute): value}
+# name -> ((object, attribute, value), ...): module constants, or attributes of a stage object
 def _eff(label, eff):
     """space.SM90 with the candidate ``label``'s efficiency set to ``eff``."""
     from dataclasses import replace
@@ -30,16 +30,16 @@ def _eff(label, eff):
 
 
 VARIANTS = {
-    "as_is": {},  # the runtime as it is (A/B of two builds: run the probe once with each on PYTHONPATH)
-    "ws0": {(model, "WORKSPACE_SPLIT_S"): 0.0},
-    "ws3": {(model, "WORKSPACE_SPLIT_S"): 3e-6},
-    "ws3+e64": {(model, "WORKSPACE_SPLIT_S"): 3e-6, (space, "SM90"): _eff("64x64 w32x32 x3", 0.66)},
-    "ws3+rp150": {(model, "WORKSPACE_SPLIT_S"): 3e-6, (choice, "REPACK_MIN_FLOP_PER_BYTE"): 150},
+    "as_is": (),  # the runtime as it is (A/B of two builds: run the probe once with each on PYTHONPATH)
+    "ws0": ((model, "WORKSPACE_SPLIT_S", 0.0),),
+    "ws3": ((model, "WORKSPACE_SPLIT_S", 3e-6),),
+    "ws3+e64": ((model, "WORKSPACE_SPLIT_S", 3e-6), (space, "SM90", _eff("64x64 w32x32 x3", 0.66))),
+    "ws3+rp150": ((model, "WORKSPACE_SPLIT_S", 3e-6), (choice, "REPACK_MIN_FLOP_PER_BYTE", 150)),
     # unaligned operands: never copied / always copied into an aligned workspace
-    "rp_never": {(choice, "REPACK_MIN_FLOP_PER_BYTE"): float("inf")},
-    "rp_always": {(choice, "REPACK_MIN_FLOP_PER_BYTE"): 0.0},
+    "rp_never": ((choice, "REPACK_MIN_FLOP_PER_BYTE", float("inf")),),
+    "rp_always": ((choice, "REPACK_MIN_FLOP_PER_BYTE", 0.0),),
     # s10 adds 2, 3 or 4 slices in a cluster (default 2 only), at the model's choices
-    "s10ck4": {(get("s10"), "DEFAULT_CLUSTER"): (2, 3, 4)},
+    "s10ck4": ((get("s10"), "DEFAULT_CLUSTER", (2, 3, 4)),),
 }
 
 
@@ -80,9 +80,10 @@ def fixed_shapes():
 
 
 def apply(settings):
-    old = {k: getattr(*k) for k in settings}
-    for (mod, attr), val in settings.items():
-        setattr(mod, attr, val)
+    """Set each (object, attribute, value); returns the settings that undo it."""
+    old = tuple((obj, attr, getattr(obj, attr)) for obj, attr, _ in settings)
+    for obj, attr, val in settings:
+        setattr(obj, attr, val)
     api.clear_plan_cache()
     return old
 
@@ -106,8 +107,10 @@ def main():
         for name, settings in VARIANTS.items():
             old = apply(settings)
             plan, _ = api.prepare(ops.a, ops.b, out=ops.out, batched=ops.batched)
+            # the kernels as well as the choice: a variant of the plan layer (a cluster instead of
+            # the workspace) keeps the choice and changes what runs
             key = (plan.choice.spec.id, tuple(sorted(plan.choice.config.items())), plan.choice.split_k,
-                   plan.choice.repack, plan.choice.a_transpose)
+                   plan.choice.repack, plan.choice.a_transpose, tuple(plan.kernels))
             if key not in seen:
                 seen[key] = timed(ops, "auto", None)
             apply(old)
