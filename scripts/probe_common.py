@@ -21,6 +21,11 @@ def event_timer(target_seconds=0.1, max_seconds=1.0, min_reps=10, max_reps=300, 
     return t
 
 
+def tile(bm, bn, wm, wn, mb, bk=32, stages=4, ku=2):
+    """A SIMT tile's config (s10/s11): block and warp tile, blocks per SM, block_k, stages, k_unroll."""
+    return dict(block_m=bm, block_n=bn, warp_m=wm, warp_n=wn, min_blocks=mb, block_k=bk, stages=stages, k_unroll=ku)
+
+
 def shapes_arg(default):
     """The probe's shapes: ``M N K layout batch`` groups from the command line, else ``default``
     ((M, N, K, layout, batch) each)."""

@@ -13,28 +13,24 @@ import torch
 
 from gemmlab.bench.candidates import Operands
 from gemmlab.heuristics import model, space
-from probe_common import checked_timer, compile_first, event_timer
+from probe_common import checked_timer, compile_first, event_timer, tile
 
 t = event_timer(target_seconds=0.08, max_seconds=0.8, min_reps=10, max_reps=300)
 timed = checked_timer(t)
 
 
-def v(bm, bn, wm, wn, mb, bk=32, stages=4, ku=2):
-    return dict(block_m=bm, block_n=bn, warp_m=wm, warp_n=wn, min_blocks=mb, block_k=bk, stages=stages, k_unroll=ku)
-
-
 VARIANTS = {
-    "64x64 w32x32 x3": v(64, 64, 32, 32, 3),
-    "64x64 bk16 ku1 x4": v(64, 64, 32, 32, 4, 16, 4, 1),
-    "64x64 bk16 ku1 x5": v(64, 64, 32, 32, 5, 16, 4, 1),
-    "64x128 w32x64 x2": v(64, 128, 32, 64, 2),
-    "64x128 bk16 ku1 x3": v(64, 128, 32, 64, 3, 16, 4, 1),
-    "64x128 bk16 ku1 x4": v(64, 128, 32, 64, 4, 16, 4, 1),
-    "128x64 w32x32 x2": v(128, 64, 32, 32, 2),
-    "128x64 w64x32 bk16 ku1 x3": v(128, 64, 64, 32, 3, 16, 4, 1),
-    "128x128 w32x64 x2": v(128, 128, 32, 64, 2, 32, 3),
-    "128x128 w32x64 bk16 ku1 x2": v(128, 128, 32, 64, 2, 16, 4, 1),
-    "128x128 w64x64 bk16 ku1 x2": v(128, 128, 64, 64, 2, 16, 4, 1),
+    "64x64 w32x32 x3": tile(64, 64, 32, 32, 3),
+    "64x64 bk16 ku1 x4": tile(64, 64, 32, 32, 4, 16, 4, 1),
+    "64x64 bk16 ku1 x5": tile(64, 64, 32, 32, 5, 16, 4, 1),
+    "64x128 w32x64 x2": tile(64, 128, 32, 64, 2),
+    "64x128 bk16 ku1 x3": tile(64, 128, 32, 64, 3, 16, 4, 1),
+    "64x128 bk16 ku1 x4": tile(64, 128, 32, 64, 4, 16, 4, 1),
+    "128x64 w32x32 x2": tile(128, 64, 32, 32, 2),
+    "128x64 w64x32 bk16 ku1 x3": tile(128, 64, 64, 32, 3, 16, 4, 1),
+    "128x128 w32x64 x2": tile(128, 128, 32, 64, 2, 32, 3),
+    "128x128 w32x64 bk16 ku1 x2": tile(128, 128, 32, 64, 2, 16, 4, 1),
+    "128x128 w64x64 bk16 ku1 x2": tile(128, 128, 64, 64, 2, 16, 4, 1),
     "128x256 w64x64 ku4": dict(k_unroll=4),
 }
 SHAPES = [(1200, 1200, 1200, "nn"), (2048, 768, 768, "nn"), (768, 768, 2048, "nt"), (256, 256, 16384, "nn"),

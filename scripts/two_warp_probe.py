@@ -12,25 +12,21 @@ import torch
 
 from gemmlab.bench.candidates import Operands
 from gemmlab.heuristics import model, space
-from probe_common import checked_timer, compile_first, event_timer, shapes_arg
+from probe_common import checked_timer, compile_first, event_timer, shapes_arg, tile
 
 t = event_timer(target_seconds=0.05, max_seconds=0.5, min_reps=10, max_reps=300)
 timed = checked_timer(t)
 
 
-def v(bm, bn, wm, wn, mb, bk=32, stages=4, ku=2):
-    return dict(block_m=bm, block_n=bn, warp_m=wm, warp_n=wn, min_blocks=mb, block_k=bk, stages=stages, k_unroll=ku)
-
-
 VARIANTS = {
-    "64x64 w32x32 x3": v(64, 64, 32, 32, 3),
-    "32x64 w16x32 x4": v(32, 64, 16, 32, 4),
-    "32x64 w32x32 x4": v(32, 64, 32, 32, 4),
-    "32x64 w32x32 bk16 x5": v(32, 64, 32, 32, 5, 16, 4, 1),
-    "64x32 w32x32 x4": v(64, 32, 32, 32, 4),
-    "32x128 w32x32 x2": v(32, 128, 32, 32, 2),
-    "64x64 w64x32 x3": v(64, 64, 64, 32, 3),
-    "64x128 w64x32 x2": v(64, 128, 64, 32, 2),
+    "64x64 w32x32 x3": tile(64, 64, 32, 32, 3),
+    "32x64 w16x32 x4": tile(32, 64, 16, 32, 4),
+    "32x64 w32x32 x4": tile(32, 64, 32, 32, 4),
+    "32x64 w32x32 bk16 x5": tile(32, 64, 32, 32, 5, 16, 4, 1),
+    "64x32 w32x32 x4": tile(64, 32, 32, 32, 4),
+    "32x128 w32x32 x2": tile(32, 128, 32, 32, 2),
+    "64x64 w64x32 x3": tile(64, 64, 64, 32, 3),
+    "64x128 w64x32 x2": tile(64, 128, 64, 32, 2),
 }
 # (M, N, K, layout, batch); the odd ones run s10 on 4-byte copies (too small to repack).
 SHAPES = shapes_arg([

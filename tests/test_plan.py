@@ -268,28 +268,40 @@ CLUSTER_TILES = [{}, {"block_m": 256, "block_n": 128, "warp_m": 64, "warp_n": 64
 def test_gpu_split_k_in_a_cluster(layout, cfg, M, N, K, split):
     """s11 adds 2..8 slices in a cluster (no workspace, no reduce kernel; forced past the default
     of 2): right on edges in M, N and K, every layout, the same bits twice, and the same result as
-    the workspace path."""
+    the workspace path (unaligned layouts run on s10, which clusters too)."""
+    _check_cluster_split("s11", {**cfg, "split_k": split, "cluster_reduce": 1}, M, N, K, layout)
+
+
+def _check_cluster_split(stage, config, M, N, K, layout):
+    """``stage`` with a forced cluster split (``config``): right against float64 with C and
+    alpha/beta, one kernel (no reduce) whose name says the slices where the stage that runs can
+    hold the partial tile (an unaligned s11 problem runs on s10's stand-in config, whose buffers
+    may not), the same bits twice, and the workspace path's result. Returns the plan."""
     import torch
 
     import gemmlab
     from gemmlab import check
 
-    config = {**cfg, "split_k": split, "cluster_reduce": 1}
-    r = _check(gemmlab.gemm, M, N, K, layout, stage="s11", config=config)
+    r = _check(gemmlab.gemm, M, N, K, layout, stage=stage, config=config)
     assert r.correct, r
     a, b, c = check.random_operands(M, N, K, layout)
-    out = torch.empty(M, N, device="cuda")
-    plan, fn = gemmlab.api.prepare(a, b, c, alpha=0.5, beta=2.0, out=out, stage="s11", config=config)
-    if plan.choice.spec.id == "s11":  # (a tile larger than the problem goes to s10: a workspace)
-        assert plan.choice.cluster_reduce and "gemmlab_splitk_reduce" not in plan.kernels, plan.kernels
+    out = torch.full((M, N), float("nan"), device="cuda")
+    plan, fn = gemmlab.api.prepare(a, b, c, alpha=0.5, beta=2.0, out=out, stage=stage, config=config)
+    ran = plan.choice
+    if ran.spec.cluster_slices(ran.config, config["split_k"], forced=True):
+        assert ran.cluster_reduce and "gemmlab_splitk_reduce" not in plan.kernels, plan.kernels
+        assert f"_ck{config['split_k']}_" in plan.main.name + "_", plan.kernels
+    else:
+        assert not ran.cluster_reduce and "gemmlab_splitk_reduce" in plan.kernels, plan.kernels
     fn()
     first = out.clone()
     fn()
     torch.cuda.synchronize()
     assert torch.equal(out, first)
-    ws = gemmlab.gemm(a, b, c, alpha=0.5, beta=2.0, stage="s11", config={**config, "cluster_reduce": 0})
+    ws = gemmlab.gemm(a, b, c, alpha=0.5, beta=2.0, stage=stage, config={**config, "cluster_reduce": 0})
     torch.cuda.synchronize()
     assert check.compare(out, ws.double(), K).correct
+    return plan
 
 
 S10_CLUSTER_TILES = [{}, {"block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32, "min_blocks": 3, "stages": 3},
@@ -306,27 +318,8 @@ def test_gpu_s10_split_k_in_a_cluster(layout, cfg, M, N, K, split):
     """s10 adds 2..8 slices in a cluster (2 by default, more forced), on 4-byte copies (odd sizes)
     and 16-byte ones: right against float64 on edges in M, N and K in every layout, with C and
     alpha/beta, the same bits twice, no reduce kernel, and the same result as the workspace path."""
-    import torch
-
-    import gemmlab
-    from gemmlab import check
-
-    config = {**cfg, "split_k": split, "cluster_reduce": 1}
-    r = _check(gemmlab.gemm, M, N, K, layout, stage="s10", config=config)
-    assert r.correct, r
-    a, b, c = check.random_operands(M, N, K, layout)
-    out = torch.full((M, N), float("nan"), device="cuda")
-    plan, fn = gemmlab.api.prepare(a, b, c, alpha=0.5, beta=2.0, out=out, stage="s10", config=config)
+    plan = _check_cluster_split("s10", {**cfg, "split_k": split, "cluster_reduce": 1}, M, N, K, layout)
     assert plan.choice.spec.id == "s10" and plan.choice.cluster_reduce, plan.summary
-    assert "gemmlab_splitk_reduce" not in plan.kernels and f"_ck{split}_" in plan.main.name + "_", plan.kernels
-    fn()
-    first = out.clone()
-    fn()
-    torch.cuda.synchronize()
-    assert torch.equal(out, first)
-    ws = gemmlab.gemm(a, b, c, alpha=0.5, beta=2.0, stage="s10", config={**config, "cluster_reduce": 0})
-    torch.cuda.synchronize()
-    assert check.compare(out, ws.double(), K).correct
 
 
 @pytest.mark.gpu
