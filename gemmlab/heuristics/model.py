@@ -5,11 +5,11 @@ T·S blocks; ``blocks_per_sm`` of them share an SM, so the grid runs in ceil(T·
 waves (the tail effect: a last wave that is 10% full costs a whole wave). Each block computes
 2·BM·BN·ceil(K/S) FLOP at ``efficiency`` × the SM's FFMA peak shared by the bps blocks, plus a
 fixed cost per block (prologue, pipeline fill, epilogue); an SM holding fewer blocks than it could
-runs each faster but with fewer warps to hide latency (square root of the occupancy). Split-K then adds its reduce kernel:
-it reads S partial products and writes D once, at memory bandwidth, plus a launch; or, where
-the slices of a tile are added in a thread block cluster (sm_90, s10 and s11, 2 slices), a small cost per wave
-instead (``in_cluster``). The
-prediction picks the tile and S with the least time; ties go to fewer slices (less memory).
+runs each faster but with fewer warps to hide latency (square root of the occupancy). Split-K
+then adds its reduce kernel: it reads S partial products and writes D once, at memory
+bandwidth, plus a launch; or, where the slices of a tile are added in a thread block cluster
+(sm_90, s10 and s11, 2 slices), a small cost per wave instead (``in_cluster``). The prediction
+picks the tile and S with the least time; ties go to fewer slices (less memory).
 
 This is what ``stage="auto"`` does on a GPU or shape that ``gemmlab tune`` has not measured
 (heuristics/choice.py), it picks the split-K of a tile taken from a tuned neighbour
@@ -96,7 +96,10 @@ def predict(cand: space.Candidate, M: int, N: int, K: int, batch: int, split_k: 
 def in_cluster(cand: space.Candidate, M: int, N: int, splits: int) -> bool:
     """The plan adds the slices in a thread block cluster (s10 and s11 with 2 slices by default,
     on sm_90: ``predict`` asks only there). H200: the workspace path's whole modelled cost
-    (4096x512x2048: 12.7 us) is what the cluster saves."""
+    (4096x512x2048: 12.7 us) is what the cluster saves. Asked of the candidate's own stage: for
+    an unaligned problem s11 runs on s10's stand-in config, whose buffers cannot hold the
+    partial of three tiles (the 128x128 x2 pair, 128x256 bk16: block_k 16 there), so the plan
+    takes the workspace where this says a cluster."""
     return cand.spec().cluster_slices(cand.config(), splits)
 
 
