@@ -208,6 +208,28 @@ def test_s10_split_k_in_a_cluster_kernel_and_rule(cfg):
         assert (ws - two > model.LAUNCH_S) == clustered and (two == ws) != clustered
 
 
+def test_the_model_adds_slices_in_a_cluster_where_the_plan_does():
+    """model.in_cluster against the plan's rule (the stage that runs the problem decides, with its
+    config) for every tile of the space, 2 slices, on rows TMA can take and on odd ones (s11 hands
+    those to s10's stand-in config: three tiles then take the workspace)."""
+    aligned = Problem.dense(1024, 1024, 2048, splits=2, k_split=1024, a_ptr=1 << 20, b_ptr=1 << 24, d_ptr=1 << 28)
+    odd = Problem.dense(1023, 1021, 2047, splits=2, k_split=1024, a_ptr=1 << 20, b_ptr=1 << 24, d_ptr=1 << 28)
+    from gemmlab.stages.s11_tma import tma_problems
+
+    differ = []
+    for cand in space.SM90:
+        spec, cfg = cand.spec(), cand.config()
+        for is_aligned, prob in ((True, aligned), (False, odd)):
+            # Tma.fallback without the driver's tensor-map check (no GPU here)
+            assert (not tma_problems(cfg, prob)) == is_aligned, cand.label
+            run_spec, run_cfg = (spec, cfg) if is_aligned else spec.fallback_config(cfg)
+            plan_says = run_spec.cluster_slices(run_cfg, 2)
+            assert model.in_cluster(cand, prob.M, prob.N, 2, is_aligned) == plan_says, (cand.label, is_aligned)
+        if model.in_cluster(cand, 1024, 1024, 2) != model.in_cluster(cand, 1023, 1021, 2, False):
+            differ.append(cand.label)
+    assert sorted(differ) == ["128x128 w32x64 x2", "128x128 w64x64 s3 x2", "128x256 w64x64 bk16 s8"], differ
+
+
 def test_heuristic_uses_the_machine():
     gpu = model.Gpu()
     big = model.best(8192, 8192, 8192, 1, gpu)

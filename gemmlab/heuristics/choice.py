@@ -170,8 +170,9 @@ def nearest_choice(p: Problem, gpu: model.Gpu, ident: dict, aligned: bool, *, al
     except Exception:  # the caller's overrides do not fit the neighbours' tile: the heuristic's turn
         return None
     cand = space.candidate_for(spec.id, cfg, gpu.cc)
-    mine = model.rank(p.M, p.N, p.K, p.batch, gpu, allow_split=allow_workspace, candidates=[cand])[0]
-    best = model.best(p.M, p.N, p.K, p.batch, gpu, allow_split=allow_workspace)
+    mine = model.rank(p.M, p.N, p.K, p.batch, gpu, allow_split=allow_workspace, candidates=[cand],
+                      aligned=aligned)[0]
+    best = model.best(p.M, p.N, p.K, p.batch, gpu, allow_split=allow_workspace, aligned=aligned)
     if mine.seconds > NEAREST_MODEL_SLACK * best.seconds:
         return None
     return Choice(spec, cfg_run, mine.split_k, repack, "nearest", a_transpose)
@@ -232,7 +233,7 @@ def choose(p: Problem, gpu: model.Gpu, ident: dict, *, allow_workspace: bool = T
         return near
 
     # 4. Heuristic.
-    best = model.best(M, N, K, batch, gpu, allow_split=allow_workspace)
+    best = model.best(M, N, K, batch, gpu, allow_split=allow_workspace, aligned=aligned)
     spec = best.candidate.spec()
     cfg = with_config(spec, best.candidate.config(), config)
     return Choice(spec, cfg, best.split_k, repack, "heuristic", a_t)

@@ -67,9 +67,10 @@ class Prediction:
 
 
 def predict(cand: space.Candidate, M: int, N: int, K: int, batch: int, split_k: int, gpu: Gpu, *,
-            cluster: bool = True) -> Prediction:
+            cluster: bool = True, aligned: bool = True) -> Prediction:
     """``cluster=False``: as if every split wrote a workspace (the plans before split-K in a
-    cluster; on GPUs before sm_90 they all do)."""
+    cluster; on GPUs before sm_90 they all do). ``aligned=False``: operands TMA cannot take
+    (``in_cluster``)."""
     bm, bn = cand.tile()
     bps = cand.blocks_per_sm()
     k_len, s = k_slices(K, split_k)
@@ -84,7 +85,7 @@ def predict(cand: space.Candidate, M: int, N: int, K: int, batch: int, split_k: 
     sm_rate = eff * gpu.sm_flops * (resident / bps) ** OCCUPANCY_EXPONENT
     per_block = 2.0 * bm * bn * max(k_len, 1) / (sm_rate / resident) + BLOCK_OVERHEAD_S
     seconds = math.ceil(waves) * per_block
-    if s > 1 and cluster and gpu.cc >= 90 and in_cluster(cand, M, N, s):
+    if s > 1 and cluster and gpu.cc >= 90 and in_cluster(cand, M, N, s, aligned):
         seconds += math.ceil(waves) * CLUSTER_REDUCE_S
         if blocks > capacity:
             seconds /= CLUSTER_MULTIWAVE_EFFICIENCY
@@ -93,14 +94,16 @@ def predict(cand: space.Candidate, M: int, N: int, K: int, batch: int, split_k: 
     return Prediction(cand, s, seconds, blocks, waves)
 
 
-def in_cluster(cand: space.Candidate, M: int, N: int, splits: int) -> bool:
+def in_cluster(cand: space.Candidate, M: int, N: int, splits: int, aligned: bool = True) -> bool:
     """The plan adds the slices in a thread block cluster (s10 and s11 with 2 slices by default,
     on sm_90: ``predict`` asks only there). H200: the workspace path's whole modelled cost
-    (4096x512x2048: 12.7 us) is what the cluster saves. Asked of the candidate's own stage: for
-    an unaligned problem s11 runs on s10's stand-in config, whose buffers cannot hold the
-    partial of three tiles (the 128x128 x2 pair, 128x256 bk16: block_k 16 there), so the plan
-    takes the workspace where this says a cluster."""
-    return cand.spec().cluster_slices(cand.config(), splits)
+    (4096x512x2048: 12.7 us) is what the cluster saves. ``aligned=False``: the stage that runs
+    operands TMA cannot take decides (s11 hands them to s10's stand-in config, whose buffers do
+    not hold the partial of three of the space's tiles: the 128x128 x2 pair, 128x256 bk16)."""
+    spec, cfg = cand.spec(), cand.config()
+    if not aligned:
+        spec, cfg = spec.fallback_config(cfg)
+    return spec.cluster_slices(cfg, splits)
 
 
 # A tile larger than the problem along M or N. Until 2026-12-02 s11 handed such a problem to s10,
@@ -123,10 +126,10 @@ def fits(cand: space.Candidate, M: int, N: int) -> bool:
 
 
 def rank(M: int, N: int, K: int, batch: int = 1, gpu: Gpu | None = None, *, allow_split: bool = True,
-         candidates=None, cluster: bool = True) -> list[Prediction]:
+         candidates=None, cluster: bool = True, aligned: bool = True) -> list[Prediction]:
     """Every candidate x split, best first (one prediction per distinct slice count).
     ``cluster=False``: no split is added in a cluster (model_fit.py: the measurements taken
-    before there was one)."""
+    before there was one). ``aligned=False``: operands TMA cannot take (``in_cluster``)."""
     gpu = gpu or Gpu()
     out = []
     for cand in candidates if candidates is not None else space.candidates(gpu.cc):
@@ -136,7 +139,7 @@ def rank(M: int, N: int, K: int, batch: int = 1, gpu: Gpu | None = None, *, allo
         for split in split_counts(cand, M, N, batch, gpu) if allow_split else (1,):
             if split > 1 and -(-K // split) < MIN_K_SLICE:
                 break
-            p = predict(cand, M, N, K, batch, split, gpu, cluster=cluster)
+            p = predict(cand, M, N, K, batch, split, gpu, cluster=cluster, aligned=aligned)
             if p.split_k in seen:
                 continue
             seen.add(p.split_k)
@@ -159,5 +162,5 @@ def split_counts(cand: space.Candidate, M: int, N: int, batch: int, gpu: Gpu) ->
     return sorted(set(space.SPLITS) | {s for s in fill if 2 <= s <= space.SPLITS[-1]})
 
 
-def best(M, N, K, batch=1, gpu=None, *, allow_split=True, cluster=True) -> Prediction:
-    return rank(M, N, K, batch, gpu, allow_split=allow_split, cluster=cluster)[0]
+def best(M, N, K, batch=1, gpu=None, *, allow_split=True, cluster=True, aligned=True) -> Prediction:
+    return rank(M, N, K, batch, gpu, allow_split=allow_split, cluster=cluster, aligned=aligned)[0]

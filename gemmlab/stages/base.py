@@ -137,6 +137,11 @@ class StageSpec:
         strides; without them s11 hands the problem to s10. Reports name the kernel that ran."""
         return None
 
+    def fallback_config(self, cfg: dict):
+        """(spec, config) that runs a problem this stage hands on (``fallback``); itself if it
+        hands on none. The waves model asks it for unaligned problems."""
+        return self, cfg
+
     # ---- split-K inside the kernel ------------------------------------------------------------
     def cluster_slices(self, cfg: dict, splits: int, forced: bool = False) -> bool:
         """Whether this stage adds ``splits`` slices of K of a tile inside one thread block cluster

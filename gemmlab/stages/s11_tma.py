@@ -198,8 +198,11 @@ class Tma(CpAsync):
     # ---- problems TMA cannot take ----------------------------------------------------------
     def fallback(self, cfg, problem):
         if tma_problems(cfg, problem) or not tensor_map.available():
-            return S10, s10_config_for(cfg)
+            return self.fallback_config(cfg)
         return None
+
+    def fallback_config(self, cfg):
+        return S10, s10_config_for(cfg)
 
     def check_problem(self, cfg, problem):
         bad = tma_problems(cfg, problem)
