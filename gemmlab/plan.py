@@ -42,6 +42,7 @@ from .jit.source import C_PARAMS, COMMON_PARAMS, generate
 from .problem import Copy, Problem, k_slices, round4
 from .stages import arch_number
 from .stages._stream_k import cut_tiles, shared_tiles
+from .stages.base import CLUSTER_MIN_CC
 from .stages.tensor_map import TensorMapArg, TensorMapDescriptor
 
 INT32_MAX = 2**31 - 1
@@ -467,7 +468,7 @@ def build(choice: Choice, prob: Problem, refs: dict, dev: int, *, capturing: boo
     k_split, splits = k_slices(prob.K, 1 if sk_blocks else choice.split_k)
     sliced = replace(prob, splits=splits, k_split=k_split)  # d_ss = 0: the slices share D
     in_cluster = False
-    if splits > 1 and choice.cluster_reduce is not False and arch_number(b.arch) >= 90:  # clusters: sm_90
+    if splits > 1 and choice.cluster_reduce is not False and arch_number(b.arch) >= CLUSTER_MIN_CC:
         run_spec, run_cfg = spec.fallback(cfg, sliced) or (spec, cfg)  # the stage that will run decides
         in_cluster = run_spec.cluster_slices(run_cfg, splits, forced=bool(choice.cluster_reduce))
     if sk_blocks:  # the stream-K kernel, then the fixup of the tiles it cut (where it cut any)

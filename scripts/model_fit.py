@@ -2,8 +2,8 @@
 
 The shipped H200 table keeps every entry's shortlist: each candidate tile and split-K with its
 measured time (L2 flushed). For each setting of model.OCCUPANCY_EXPONENT (how fast an SM runs
-holding fewer blocks than it could) and model.WORKSPACE_SPLIT_S (what a split through the
-workspace costs beyond the modelled launch and traffic), this prints the regret of the model's
+holding fewer blocks than it could) and model.LAUNCH_S raised by 0-4 us (what a split through
+the workspace costs beyond the modelled launch and traffic), this prints the regret of the model's
 pick among each shortlist (its measured time over the fastest's): geometric mean, worst, and the
 share of entries where it picks the fastest. Entries tuned before split-K in a cluster existed
 (2026-12-01T16:13) and unaligned, unrepacked ones (s10) are predicted with cluster=False.
@@ -18,9 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gemmlab.heuristics import model, space  # noqa: E402
+from gemmlab.heuristics import model, space, table  # noqa: E402
 
-TABLE = Path(__file__).resolve().parents[1] / "gemmlab" / "tune" / "tables" / "nvidia-h200-sm_90-nvrtc-13.0.json"
+TABLE = table.TABLES / "nvidia-h200-sm_90-nvrtc-13.0.json"
 CLUSTER_SINCE = "2026-12-01T16:13"
 GPU = model.Gpu(sms=132, clock_hz=1.98e9, cc=90)
 
@@ -77,16 +77,16 @@ def main():
     cases = {"table": table_cases()}
     if "--probe" in sys.argv:
         cases["probe"] = probe_cases(sys.argv[sys.argv.index("--probe") + 1])
-    saved = model.OCCUPANCY_EXPONENT, model.WORKSPACE_SPLIT_S
+    saved = model.OCCUPANCY_EXPONENT, model.LAUNCH_S
     print("  exp  ws_us  " + "  ".join(f"{k} ({len(v)}): regret gmean / max / picks best" for k, v in cases.items()))
     for x, w in itertools.product((0.5, 0.4, 0.35, 0.3, 0.25, 0.2), (0.0, 1.0, 2.0, 3.0, 4.0)):
-        model.OCCUPANCY_EXPONENT, model.WORKSPACE_SPLIT_S = x, w * 1e-6
+        model.OCCUPANCY_EXPONENT, model.LAUNCH_S = x, saved[1] + w * 1e-6
         cells = []
         for v in cases.values():
             g, mx, hit = score(v)
             cells.append(f"{g:.4f} / {mx:.2f} / {hit:.2f}")
         print(f" {x:4.2f}  {w:5.1f}  " + "  ".join(f"{c:>40}" for c in cells))
-    model.OCCUPANCY_EXPONENT, model.WORKSPACE_SPLIT_S = saved
+    model.OCCUPANCY_EXPONENT, model.LAUNCH_S = saved
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """`auto` under settings of the runtime's model, on random shapes that no suite and no table
 bucket holds, against cuBLAS in the same run (H200).
 
-Each variant sets module constants of the runtime (say heuristics.model.WORKSPACE_SPLIT_S), the
+Each variant sets module constants of the runtime (say heuristics.model.LAUNCH_S), the
 plan cache is cleared, and `auto` builds its plan; the plans that differ are each checked against
 float64 and timed (CUDA events, L2 flushed, median). Shapes: ``--random N`` log-uniform M, N, K
 in 96..4096 (odd where a coin says so, batched 4..64 for a quarter of them), every layout, seeded,
@@ -31,10 +31,11 @@ def _eff(label, eff):
 
 VARIANTS = {
     "as_is": (),  # the runtime as it is (A/B of two builds: run the probe once with each on PYTHONPATH)
-    "ws0": ((model, "WORKSPACE_SPLIT_S", 0.0),),
-    "ws3": ((model, "WORKSPACE_SPLIT_S", 3e-6),),
-    "ws3+e64": ((model, "WORKSPACE_SPLIT_S", 3e-6), (space, "SM90", _eff("64x64 w32x32 x3", 0.66))),
-    "ws3+rp150": ((model, "WORKSPACE_SPLIT_S", 3e-6), (choice, "REPACK_MIN_FLOP_PER_BYTE", 150)),
+    # a split through the workspace charged 3 us more (ws3) than the model's launch (ws0)
+    "ws0": ((model, "LAUNCH_S", model.LAUNCH_S),),
+    "ws3": ((model, "LAUNCH_S", model.LAUNCH_S + 3e-6),),
+    "ws3+e64": ((model, "LAUNCH_S", model.LAUNCH_S + 3e-6), (space, "SM90", _eff("64x64 w32x32 x3", 0.66))),
+    "ws3+rp150": ((model, "LAUNCH_S", model.LAUNCH_S + 3e-6), (choice, "REPACK_MIN_FLOP_PER_BYTE", 150)),
     # unaligned operands: never copied / always copied into an aligned workspace
     "rp_never": ((choice, "REPACK_MIN_FLOP_PER_BYTE", float("inf")),),
     "rp_always": ((choice, "REPACK_MIN_FLOP_PER_BYTE", 0.0),),
@@ -50,9 +51,8 @@ def arg(flag, default):
 def taken_buckets():
     out = {table.bucket(*s[:4]) for name in ("HELDOUT", "OWN", "WIDE", "GRID", "ISSUE9") for s in getattr(suites, name)}
     import json
-    from pathlib import Path
 
-    path = Path(table.__file__).resolve().parents[1] / "tune" / "tables" / "nvidia-h200-sm_90-nvrtc-13.0.json"
+    path = table.TABLES / "nvidia-h200-sm_90-nvrtc-13.0.json"
     out |= {table.bucket(*e["shape"]) for e in json.loads(path.read_text())["entries"]}
     return out
 

@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass
 
 from ..problem import k_slices  # noqa: F401  (re-exported: the rule the plan runs)
+from ..stages.base import CLUSTER_MIN_CC
 from . import space
 
 FFMA_PER_SM_CYCLE = 128    # FP32 lanes per SM (sm_70 and later)
@@ -33,13 +34,11 @@ CLUSTER_REDUCE_S = 0.5e-6  # per wave: a block writes its partial tile, reads a 
 # 8192^3 0.954; within one wave none: 4096x512x2048 ran 187.6 us against 363.8, 0.516 of it).
 CLUSTER_MULTIWAVE_EFFICIENCY = 0.93
 MIN_K_SLICE = 128          # a slice shorter than this is all overhead
-# Two terms that scripts/model_fit.py fits to the tuning measurements (docs/dispatch.md, "Random
-# shapes in no table"): an SM holding r of its bps blocks runs at (r / bps) ** OCCUPANCY_EXPONENT
-# of its rate (lower values fitted no better); WORKSPACE_SPLIT_S is charged per split through the
-# workspace beyond LAUNCH_S and the traffic (1-3 us fitted the table 0.1% better and moved 8 of 79
-# random shapes' choices for no net gain on the H200, so it stays 0).
+# An SM holding r of its bps blocks runs at (r / bps) ** OCCUPANCY_EXPONENT of its rate.
+# scripts/model_fit.py fits it and LAUNCH_S to the tuning measurements (docs/dispatch.md, "Random
+# shapes in no table"): lower exponents fitted no better; LAUNCH_S 1-3 us higher fitted the table
+# 0.1% better and moved 8 of 79 random shapes' choices for no net gain on the H200.
 OCCUPANCY_EXPONENT = 0.5
-WORKSPACE_SPLIT_S = 0.0
 
 
 @dataclass(frozen=True)
@@ -85,12 +84,12 @@ def predict(cand: space.Candidate, M: int, N: int, K: int, batch: int, split_k: 
     sm_rate = eff * gpu.sm_flops * (resident / bps) ** OCCUPANCY_EXPONENT
     per_block = 2.0 * bm * bn * max(k_len, 1) / (sm_rate / resident) + BLOCK_OVERHEAD_S
     seconds = math.ceil(waves) * per_block
-    if s > 1 and cluster and gpu.cc >= 90 and in_cluster(cand, M, N, s, aligned):
+    if s > 1 and cluster and gpu.cc >= CLUSTER_MIN_CC and in_cluster(cand, M, N, s, aligned):
         seconds += math.ceil(waves) * CLUSTER_REDUCE_S
         if blocks > capacity:
             seconds /= CLUSTER_MULTIWAVE_EFFICIENCY
     elif s > 1:
-        seconds += LAUNCH_S + WORKSPACE_SPLIT_S + 4.0 * M * N * batch * (s + 2) / gpu.bandwidth
+        seconds += LAUNCH_S + 4.0 * M * N * batch * (s + 2) / gpu.bandwidth
     return Prediction(cand, s, seconds, blocks, waves)
 
 

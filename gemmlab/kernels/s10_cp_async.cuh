@@ -115,10 +115,7 @@ struct S10CpAsync {
         async::wait_group<0>();  // only empty groups can remain; nothing is left in flight on exit
         if constexpr (CLUSTER_K > 1) {
             __syncthreads();  // every warp has read its last stage: the buffers take the partial tile
-            Reduce::write_partial(core, acc, a_tiles);
-            async::cluster_sync();  // every slice's partial is written
-            Reduce::reduce_store(args, row0, col0, a_smem, static_cast<int>(threadIdx.x));
-            async::cluster_sync();  // no CTA moves on while another still reads its partial
+            Reduce::finish(core, acc, a_tiles, a_smem, args, row0, col0, static_cast<int>(threadIdx.x));
         } else {
             core.store(args, row0, col0, acc);
         }

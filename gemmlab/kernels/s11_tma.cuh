@@ -253,10 +253,9 @@ struct S11Tma {
         }
         if constexpr (CLUSTER_K > 1) {
             async::named_barrier_sync(1, CONSUMERS);  // every consumer warp has read its last stage
-            Reduce::write_partial(core, acc, const_cast<float*>(a_tiles));  // from the first stage buffer on
-            async::cluster_sync();  // every slice's partial is written
-            Reduce::reduce_store(args, row0, col0, a_stages, static_cast<int>(threadIdx.x));
-            async::cluster_sync();  // no CTA moves on while another still reads its partial
+            // the partial from the first stage buffer on
+            Reduce::finish(core, acc, const_cast<float*>(a_tiles), a_stages, args, row0, col0,
+                           static_cast<int>(threadIdx.x));
         } else {
             finish(core, args, row0, col0, acc);
         }

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from ..errors import ConfigError
 from ..problem import Problem, k_slices  # noqa: F401  (re-exported: gemmlab.stages.base.Problem is documented)
 
+CLUSTER_MIN_CC = 90  # thread block clusters (cluster_slices): compute capability 9.0 and later
+
 
 @dataclass(frozen=True)
 class Param:
@@ -147,7 +149,8 @@ class StageSpec:
         """Whether this stage adds ``splits`` slices of K of a tile inside one thread block cluster
         (no workspace, no reduce kernel; the plan then sends the slices with d_ss = 0): by
         default where that measured faster than the workspace path, ``forced`` wherever the
-        kernel can (config ``cluster_reduce=1``)."""
+        kernel can (config ``cluster_reduce=1``). Only on ``CLUSTER_MIN_CC`` and later: the plan
+        and the waves model ask there only."""
         return False
 
     def stream_k_blocks(self, cfg: dict, problem: Problem, sms: int) -> int:

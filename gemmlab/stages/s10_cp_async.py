@@ -163,7 +163,7 @@ class CpAsync(StageSpec):
     def smem_bytes(self, cfg, variant):
         a_t, b_t = self.transposed_in(cfg, variant)
         pad = 4 * (int(a_t) + int(b_t))  # floats per k row of the padded [k][x] tiles
-        return cfg["stages"] * (cfg["block_m"] + cfg["block_n"] + pad) * cfg["block_k"] * 4
+        return CpAsync.stage_buffer_bytes(cfg) + cfg["stages"] * pad * cfg["block_k"] * 4
 
     # ---- split-K in a cluster (kernels/epilogue/cluster_reduce.cuh; s10 and s11) ---------------
     MAX_CLUSTER = 8  # a portable cluster
@@ -177,7 +177,7 @@ class CpAsync(StageSpec):
     def cluster_slices(self, cfg, splits, forced=False):
         """The kernel can: 2..8 slices, and the partial tile (rows of block_n + 8 floats) fits in
         the stage buffers (the kernels' static_asserts); by default only DEFAULT_CLUSTER slices.
-        Clusters need sm_90: the plan asks only there."""
+        Asked only on CLUSTER_MIN_CC and later (stages/base.py)."""
         can = (2 <= splits <= self.MAX_CLUSTER
                and cfg["block_m"] * (cfg["block_n"] + 8) * 4 <= self.stage_buffer_bytes(cfg))
         return can and (forced or splits in self.DEFAULT_CLUSTER)

@@ -47,6 +47,20 @@ struct ClusterReduce {
         }
     }
 
+    // The whole split-K end of a slice, once no thread of the CTA reads the stage buffers any more:
+    // the partial into this CTA's buffers (`tile`, at shared address `tile_addr`), a cluster
+    // barrier, this CTA's band added from every slice and stored, and a second barrier that keeps
+    // every partial alive until the others have read it.
+    template <class Core, int TM, int TN>
+    static __device__ __forceinline__ void finish(const Core& core, const float (&acc)[TM][TN], float* tile,
+                                                  unsigned tile_addr, const GemmArgs& args, int64 row0, int64 col0,
+                                                  int tid) {
+        write_partial(core, acc, tile);
+        async::cluster_sync();  // every slice's partial is written
+        reduce_store(args, row0, col0, tile_addr, tid);
+        async::cluster_sync();  // no CTA moves on while another still reads its partial
+    }
+
     // Row band cluster_ctarank() of the tile: the sum of the SLICES partials, then the epilogue.
     // tile_addr: the shared address of this CTA's partial (the same offset in every CTA).
     static __device__ __forceinline__ void reduce_store(const GemmArgs& args, int64 row0, int64 col0,
