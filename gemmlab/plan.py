@@ -19,8 +19,8 @@ both strided copies in one launch;
 the K-major or hi/lo copies of the tensor-core stages: which copies and their layouts are
 gemmlab/problem.py's, the launches are here);
 the GEMM kernel itself; the split-K reduce (none where the stage adds the slices of a tile in a
-thread block cluster on sm_90: s10 and s11 with 2 slices, or up to 8 when ``Choice.cluster_reduce``
-forces it);
+thread block cluster on sm_90: s10 and s11 with 2 slices, 3..8 for small tiles whose clusters are
+all resident (``cluster_slices``), or up to 8 when ``Choice.cluster_reduce`` forces it);
 with ``Choice.stream_k`` (s11, an experiment) the stream-K kernel and its fixup instead.
 Pointers come from *sources*: ``a``, ``b``, ``c``,
 ``out`` (the caller's arrays) and ``ws`` (a workspace the API allocates per call with the
@@ -470,7 +470,10 @@ def build(choice: Choice, prob: Problem, refs: dict, dev: int, *, capturing: boo
     in_cluster = False
     if splits > 1 and choice.cluster_reduce is not False and arch_number(b.arch) >= CLUSTER_MIN_CC:
         run_spec, run_cfg = spec.fallback(cfg, sliced) or (spec, cfg)  # the stage that will run decides
-        in_cluster = run_spec.cluster_slices(run_cfg, splits, forced=bool(choice.cluster_reduce))
+        bm, bn = run_spec.block_tile(run_cfg)
+        in_cluster = run_spec.cluster_slices(run_cfg, splits, forced=bool(choice.cluster_reduce),
+                                             clusters=-(-prob.M // bm) * -(-prob.N // bn) * prob.batch,
+                                             sms=_device.info(dev).sms)
     if sk_blocks:  # the stream-K kernel, then the fixup of the tiles it cut (where it cut any)
         bm, bn = run_spec.block_tile(run_cfg)
         bk = run_cfg["block_k"]

@@ -39,8 +39,9 @@ VARIANTS = {
     # unaligned operands: never copied / always copied into an aligned workspace
     "rp_never": ((choice, "REPACK_MIN_FLOP_PER_BYTE", float("inf")),),
     "rp_always": ((choice, "REPACK_MIN_FLOP_PER_BYTE", 0.0),),
-    # s10 adds 2, 3 or 4 slices in a cluster (default 2 only), at the model's choices
-    "s10ck4": ((get("s10"), "DEFAULT_CLUSTER", (2, 3, 4)),),
+    # s10 and s11 add 3 to 8 slices in a cluster where all the grid's clusters are resident (the
+    # runtime since 2026-12-04), or only 2 slices in a cluster and more through the workspace
+    "resident2": ((get("s10"), "RESIDENT_CLUSTER_MAX", 2), (get("s11"), "RESIDENT_CLUSTER_MAX", 2)),
 }
 
 

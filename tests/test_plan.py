@@ -208,6 +208,34 @@ def test_s10_split_k_in_a_cluster_kernel_and_rule(cfg):
         assert (ws - two > model.LAUNCH_S) == clustered and (two == ws) != clustered
 
 
+@pytest.mark.parametrize("stage", ["s10", "s11"])
+def test_more_slices_in_a_cluster_only_for_small_tiles_whose_clusters_are_all_resident(stage):
+    """3..8 slices go into a cluster only for tiles of at most 64x64 outputs and only where the
+    grid's clusters all fit at once (0.8 of the GPU's block slots / slices: under every count the
+    driver gave on the H200); 2 slices on any grid, as before; the model follows the rule."""
+    spec = get(stage)
+    small = spec.config({"block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32, "min_blocks": 3, "stages": 3})
+    assert spec.resident_clusters(small, 4, 132) == 79  # 0.8 x 132 x 3 / 4
+    assert spec.cluster_slices(small, 4, clusters=79, sms=132)
+    assert not spec.cluster_slices(small, 4, clusters=80, sms=132)
+    assert not spec.cluster_slices(small, 4)  # no grid given: no cluster of 4
+    assert spec.cluster_slices(small, 8, clusters=39, sms=132) and not spec.cluster_slices(small, 8, clusters=40, sms=132)
+    assert not spec.cluster_slices(small, 9, clusters=1, sms=132)  # past a portable cluster
+    assert spec.cluster_slices(small, 2, clusters=10_000, sms=132)  # 2 slices: any grid
+    big = spec.config({})
+    assert big["block_m"] * big["block_n"] > 64 * 64
+    assert not spec.cluster_slices(big, 3, clusters=1, sms=132) and spec.cluster_slices(big, 2, clusters=1, sms=132)
+    if stage == "s11":  # the model: 120x897x759 (30 tiles of 64x64) in a cluster, 288x1179x879 (95) not
+        cand = next(c for c in space.SM90 if c.label == "64x64 w32x32 x3")
+        gpu = model.Gpu(cc=90, sms=132)
+        assert model.in_cluster(cand, 120, 897, 4, True, 1, 132) and not model.in_cluster(cand, 288, 1179, 4, True, 1, 132)
+        assert not model.in_cluster(cand, 120, 897, 4, True, 3, 132)  # 90 tiles: past the 79
+        near = model.predict(cand, 120, 897, 759, 1, 4, gpu)
+        assert model.predict(cand, 120, 897, 759, 1, 4, gpu, cluster=False).seconds - near.seconds > model.LAUNCH_S
+        far = model.predict(cand, 288, 1179, 879, 1, 4, gpu)
+        assert far.seconds == model.predict(cand, 288, 1179, 879, 1, 4, gpu, cluster=False).seconds
+
+
 def test_the_model_adds_slices_in_a_cluster_where_the_plan_does():
     """model.in_cluster against the plan's rule (the stage that runs the problem decides, with its
     config) for every tile of the space, 2 slices, on rows TMA can take and on odd ones (s11 hands
@@ -225,6 +253,11 @@ def test_the_model_adds_slices_in_a_cluster_where_the_plan_does():
             run_spec, run_cfg = (spec, cfg) if is_aligned else spec.fallback_config(cfg)
             plan_says = run_spec.cluster_slices(run_cfg, 2)
             assert model.in_cluster(cand, prob.M, prob.N, 2, is_aligned) == plan_says, (cand.label, is_aligned)
+            # 4 slices of a small grid (plan.py: one cluster per tile of the tile that runs)
+            for M, N in ((200, 136), (1000, 600)):
+                bm, bn = run_spec.block_tile(run_cfg)
+                says = run_spec.cluster_slices(run_cfg, 4, clusters=-(-M // bm) * -(-N // bn), sms=132)
+                assert model.in_cluster(cand, M, N, 4, is_aligned, 1, 132) == says, (cand.label, M, N)
         if model.in_cluster(cand, 1024, 1024, 2) != model.in_cluster(cand, 1023, 1021, 2, False):
             differ.append(cand.label)
     assert sorted(differ) == ["128x128 w32x64 x2", "128x128 w64x64 s3 x2", "128x256 w64x64 bk16 s8"], differ
@@ -694,6 +727,9 @@ def test_gpu_threads_share_plans():
     assert not errors, errors[:3]
 
 
+SPLIT3_WS = {"split_k": 3, "cluster_reduce": 0}  # the workspace and its reduce kernel, captured
+
+
 @pytest.mark.gpu
 def test_gpu_graph_capture():
     import torch
@@ -707,13 +743,13 @@ def test_gpu_graph_capture():
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
-        gemmlab.gemm(a, b, c, alpha=0.5, beta=3.0, out=out, config={"split_k": 3})  # warm-up: compile, load
+        gemmlab.gemm(a, b, c, alpha=0.5, beta=3.0, out=out, config=SPLIT3_WS)  # warm-up: compile, load
         gemmlab.matmul(a, b)
     torch.cuda.current_stream().wait_stream(s)
     torch.cuda.synchronize()
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
-        gemmlab.gemm(a, b, c, alpha=0.5, beta=3.0, out=out, config={"split_k": 3})
+        gemmlab.gemm(a, b, c, alpha=0.5, beta=3.0, out=out, config=SPLIT3_WS)
         fresh = gemmlab.matmul(a, b)
     for _ in range(2):
         a.copy_(torch.rand_like(a) * 2 - 1)
@@ -732,6 +768,10 @@ def test_gpu_graph_capture():
             gemmlab.matmul(a[:100, :100], b[:100, :100], stage="s10", config=cfg)
 
 
+# 4 slices through the workspace (a small grid of 64x64 tiles would add them in a cluster)
+SPLIT_WS = {"split_k": 4, "cluster_reduce": 0}
+
+
 @pytest.mark.gpu
 def test_gpu_workspace_kept_per_stream_and_not_under_capture(monkeypatch):
     import torch
@@ -746,7 +786,7 @@ def test_gpu_workspace_kept_per_stream_and_not_under_capture(monkeypatch):
 
     def call(seed, stream_key):
         a, b, _ = check.random_operands(200, 136, 3000, "nn", seed=seed)
-        out = gemmlab.matmul(a, b, config={"split_k": 4})
+        out = gemmlab.matmul(a, b, config=SPLIT_WS)
         torch.cuda.synchronize()
         assert check.compare(out, check.reference(a, b, None, 1.0, 0.0), 3000).correct
         return api._workspaces[(0, stream_key)]
@@ -760,12 +800,12 @@ def test_gpu_workspace_kept_per_stream_and_not_under_capture(monkeypatch):
     assert other.data_ptr() not in kept and len(api._workspaces) == 2
     a, b, _ = check.random_operands(200, 136, 3000, "nn", seed=9)
     with torch.cuda.stream(side):
-        gemmlab.matmul(a, b, config={"split_k": 4})               # warm-up on the capture stream
+        gemmlab.matmul(a, b, config=SPLIT_WS)               # warm-up on the capture stream
     torch.cuda.synchronize()
     g = torch.cuda.CUDAGraph()
     n = len(allocated)
     with torch.cuda.graph(g, stream=side):
-        fresh = gemmlab.matmul(a, b, config={"split_k": 4})
+        fresh = gemmlab.matmul(a, b, config=SPLIT_WS)
     assert len(allocated) == n + 2                                # out and a workspace of the graph's own
     call(11, here)                                                # eager calls between replays
     g.replay()

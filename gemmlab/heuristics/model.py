@@ -8,7 +8,7 @@ fixed cost per block (prologue, pipeline fill, epilogue); an SM holding fewer bl
 runs each faster but with fewer warps to hide latency (square root of the occupancy). Split-K
 then adds its reduce kernel: it reads S partial products and writes D once, at memory
 bandwidth, plus a launch; or, where the slices of a tile are added in a thread block cluster
-(sm_90, s10 and s11, 2 slices), a small cost per wave instead (``in_cluster``). The prediction
+(sm_90, s10 and s11, 2 slices or more on small grids), a small cost per wave instead (``in_cluster``). The prediction
 picks the tile and S with the least time; ties go to fewer slices (less memory).
 
 This is what ``stage="auto"`` does on a GPU or shape that ``gemmlab tune`` has not measured
@@ -84,7 +84,7 @@ def predict(cand: space.Candidate, M: int, N: int, K: int, batch: int, split_k: 
     sm_rate = eff * gpu.sm_flops * (resident / bps) ** OCCUPANCY_EXPONENT
     per_block = 2.0 * bm * bn * max(k_len, 1) / (sm_rate / resident) + BLOCK_OVERHEAD_S
     seconds = math.ceil(waves) * per_block
-    if s > 1 and cluster and gpu.cc >= CLUSTER_MIN_CC and in_cluster(cand, M, N, s, aligned):
+    if s > 1 and cluster and gpu.cc >= CLUSTER_MIN_CC and in_cluster(cand, M, N, s, aligned, batch, gpu.sms):
         seconds += math.ceil(waves) * CLUSTER_REDUCE_S
         if blocks > capacity:
             seconds /= CLUSTER_MULTIWAVE_EFFICIENCY
@@ -93,16 +93,19 @@ def predict(cand: space.Candidate, M: int, N: int, K: int, batch: int, split_k: 
     return Prediction(cand, s, seconds, blocks, waves)
 
 
-def in_cluster(cand: space.Candidate, M: int, N: int, splits: int, aligned: bool = True) -> bool:
-    """The plan adds the slices in a thread block cluster (s10 and s11 with 2 slices by default,
-    on sm_90: ``predict`` asks only there). H200: the workspace path's whole modelled cost
-    (4096x512x2048: 12.7 us) is what the cluster saves. ``aligned=False``: the stage that runs
-    operands TMA cannot take decides (s11 hands them to s10's stand-in config, whose buffers do
-    not hold the partial of three of the space's tiles: the 128x128 x2 pair, 128x256 bk16)."""
+def in_cluster(cand: space.Candidate, M: int, N: int, splits: int, aligned: bool = True, batch: int = 1,
+               sms: int = 0) -> bool:
+    """The plan adds the slices in a thread block cluster (s10 and s11: 2 slices on any grid, more
+    where all the grid's clusters are resident on ``sms`` SMs; on sm_90: ``predict`` asks only
+    there). H200: the workspace path's whole modelled cost (4096x512x2048: 12.7 us) is what the
+    cluster saves. ``aligned=False``: the stage that runs operands TMA cannot take decides (s11
+    hands them to s10's stand-in config, whose buffers do not hold the partial of three of the
+    space's tiles: the 128x128 x2 pair, 128x256 bk16)."""
     spec, cfg = cand.spec(), cand.config()
     if not aligned:
         spec, cfg = spec.fallback_config(cfg)
-    return spec.cluster_slices(cfg, splits)
+    bm, bn = spec.block_tile(cfg)
+    return spec.cluster_slices(cfg, splits, clusters=math.ceil(M / bm) * math.ceil(N / bn) * batch, sms=sms)
 
 
 # A tile larger than the problem along M or N. Until 2026-12-02 s11 handed such a problem to s10,

@@ -145,12 +145,14 @@ class StageSpec:
         return self, cfg
 
     # ---- split-K inside the kernel ------------------------------------------------------------
-    def cluster_slices(self, cfg: dict, splits: int, forced: bool = False) -> bool:
+    def cluster_slices(self, cfg: dict, splits: int, forced: bool = False, clusters: int = 0,
+                       sms: int = 0) -> bool:
         """Whether this stage adds ``splits`` slices of K of a tile inside one thread block cluster
         (no workspace, no reduce kernel; the plan then sends the slices with d_ss = 0): by
-        default where that measured faster than the workspace path, ``forced`` wherever the
-        kernel can (config ``cluster_reduce=1``). Only on ``CLUSTER_MIN_CC`` and later: the plan
-        and the waves model ask there only."""
+        default where that measured faster than the workspace path (which may depend on the
+        grid: ``clusters`` it launches, one per tile, on a GPU of ``sms`` SMs), ``forced``
+        wherever the kernel can (config ``cluster_reduce=1``). Only on ``CLUSTER_MIN_CC`` and
+        later: the plan and the waves model ask there only."""
         return False
 
     def stream_k_blocks(self, cfg: dict, problem: Problem, sms: int) -> int:

@@ -167,20 +167,46 @@ class CpAsync(StageSpec):
 
     # ---- split-K in a cluster (kernels/epilogue/cluster_reduce.cuh; s10 and s11) ---------------
     MAX_CLUSTER = 8  # a portable cluster
-    # By default only 2 slices: on the H200 (scripts/cluster_split_probe.py, docs/stages/s10-s11.md)
+    # 2 slices on any grid: on the H200 (scripts/cluster_split_probe.py, docs/stages/s10-s11.md)
     # 2 slices in a cluster beat the workspace path by its whole cost (s11, 4096x512x2048: 187.6
-    # against 200.3 us), but clusters of 3 or more one-block-per-SM CTAs cannot all be resident at
-    # once (2048x512x4096 as 128x256 with 4 slices: 361 us in a cluster, 184 with a workspace) and
-    # leave SMs idle between clusters on long grids (8192^3 with 3 slices: 25.0 against 21.0 ms).
+    # against 200.3 us).
     DEFAULT_CLUSTER = (2,)
+    # 3 to RESIDENT_CLUSTER_MAX slices only for tiles of at most RESIDENT_CLUSTER_AREA outputs and
+    # only where every cluster of the grid is resident at once (scripts/cluster_occupancy_probe.py,
+    # results/h200/logs/cluster-occupancy-probe.txt and -2.txt). There, 64x64 tiles won 22 of 23
+    # (slices, shape) pairs against the workspace at the same split (120x897x759 tn, 4 slices:
+    # 13.1 against 17.4 us); larger tiles 12 of 20 (128x64 x4, 212x236x704x8 nn: 3 slices
+    # 38.7 against 41.0 us, 4 slices 40.1 against 35.0; 128x256 x4 on 896x896x4096 tn 188.3
+    # against 181.1), and `auto` picked them where a 64x64 tile was faster (860x820x580 nt:
+    # 256x128 x4 in a cluster 46.7 us, 64x64 x2 33.9). Past residency clusters lose
+    # (288x1179x879 nn, 95 clusters of 4 where 92 fit: 40.3 against 33.5; 768x768x2048 nn as
+    # 128x256, 18 clusters of 6 where 17 fit: 141.5 against 83.7).
+    RESIDENT_CLUSTER_MAX = 8
+    RESIDENT_CLUSTER_AREA = 64 * 64
+    # The clusters resident at once are fewer than the block slots / slices: a cluster's blocks
+    # share one GPC, whose slots do not divide evenly (H200, cuOccupancyMaxActiveClusters: 3
+    # blocks per SM, 124, 92, 69, 62, 47, 45 clusters of 3..8 against 132, 99, 79, 66, 56, 49 slot
+    # groups; 1 block per SM, 39, 30, 22, 17, 15, 15 against 44, 33, 26, 22, 18, 16). 0.8 of the
+    # slot groups stays under every count.
+    CLUSTER_PACKING = 0.8
 
-    def cluster_slices(self, cfg, splits, forced=False):
+    def resident_clusters(self, cfg, splits, sms) -> int:
+        """Clusters of ``splits`` blocks the GPU holds at once, by the config's min_blocks per SM
+        (the occupancy it is built for; the driver may fit more)."""
+        return int(sms * self.min_blocks_per_sm(cfg) * self.CLUSTER_PACKING / splits)
+
+    def cluster_slices(self, cfg, splits, forced=False, clusters=0, sms=0):
         """The kernel can: 2..8 slices, and the partial tile (rows of block_n + 8 floats) fits in
-        the stage buffers (the kernels' static_asserts); by default only DEFAULT_CLUSTER slices.
+        the stage buffers (the kernels' static_asserts). By default DEFAULT_CLUSTER slices on any
+        grid, up to RESIDENT_CLUSTER_MAX for small tiles where all ``clusters`` are resident on
+        ``sms`` SMs.
         Asked only on CLUSTER_MIN_CC and later (stages/base.py)."""
         can = (2 <= splits <= self.MAX_CLUSTER
                and cfg["block_m"] * (cfg["block_n"] + 8) * 4 <= self.stage_buffer_bytes(cfg))
-        return can and (forced or splits in self.DEFAULT_CLUSTER)
+        if forced or not can or splits in self.DEFAULT_CLUSTER:
+            return can
+        return (splits <= self.RESIDENT_CLUSTER_MAX and cfg["block_m"] * cfg["block_n"] <= self.RESIDENT_CLUSTER_AREA
+                and 0 < clusters <= self.resident_clusters(cfg, splits, sms))
 
     def kernel_attributes(self, cfg, variant):
         k = variant.get("cluster_k", 1)
