@@ -470,14 +470,13 @@ def build(choice: Choice, prob: Problem, refs: dict, dev: int, *, capturing: boo
     in_cluster = False
     if splits > 1 and choice.cluster_reduce is not False and arch_number(b.arch) >= CLUSTER_MIN_CC:
         run_spec, run_cfg = spec.fallback(cfg, sliced) or (spec, cfg)  # the stage that will run decides
-        bm, bn = run_spec.block_tile(run_cfg)
         in_cluster = run_spec.cluster_slices(run_cfg, splits, forced=bool(choice.cluster_reduce),
-                                             clusters=-(-prob.M // bm) * -(-prob.N // bn) * prob.batch,
+                                             clusters=run_spec.tiles(run_cfg, prob.M, prob.N, prob.batch),
                                              sms=_device.info(dev).sms)
     if sk_blocks:  # the stream-K kernel, then the fixup of the tiles it cut (where it cut any)
         bm, bn = run_spec.block_tile(run_cfg)
         bk = run_cfg["block_k"]
-        tiles = -(-prob.M // bm) * -(-prob.N // bn)
+        tiles = run_spec.tiles(run_cfg, prob.M, prob.N)
         slots = ("ws", b.ws_region(2 * sk_blocks * bm * bn))
         main, spec_run, cfg_run, variant = b.gemm(spec, cfg, prob, refs, scalars=True, stream_k=(sk_blocks, slots))
         if cut_tiles(tiles, -(-prob.K // bk), sk_blocks):

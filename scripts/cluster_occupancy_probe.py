@@ -79,7 +79,6 @@ def main():
                 k = plan.choice.split_k
                 occ = max_active_clusters(step) if plan.describe()["cluster_reduce"] else "ws"
                 cells.append(f"s{k}: {w:.1f} {w2:.1f} | {c:.1f} {c2:.1f} ({g // k}/{occ}){'' if ok else ' WRONG'}")
-    del cases
 
 
 if __name__ == "__main__":

@@ -8,8 +8,9 @@ fixed cost per block (prologue, pipeline fill, epilogue); an SM holding fewer bl
 runs each faster but with fewer warps to hide latency (square root of the occupancy). Split-K
 then adds its reduce kernel: it reads S partial products and writes D once, at memory
 bandwidth, plus a launch; or, where the slices of a tile are added in a thread block cluster
-(sm_90, s10 and s11, 2 slices or more on small grids), a small cost per wave instead (``in_cluster``). The prediction
-picks the tile and S with the least time; ties go to fewer slices (less memory).
+(sm_90, s10 and s11, 2 slices or more on small grids), a small cost per wave instead
+(``in_cluster``). The prediction picks the tile and S with the least time; ties go to fewer
+slices (less memory).
 
 This is what ``stage="auto"`` does on a GPU or shape that ``gemmlab tune`` has not measured
 (heuristics/choice.py), it picks the split-K of a tile taken from a tuned neighbour
@@ -104,8 +105,7 @@ def in_cluster(cand: space.Candidate, M: int, N: int, splits: int, aligned: bool
     spec, cfg = cand.spec(), cand.config()
     if not aligned:
         spec, cfg = spec.fallback_config(cfg)
-    bm, bn = spec.block_tile(cfg)
-    return spec.cluster_slices(cfg, splits, clusters=math.ceil(M / bm) * math.ceil(N / bn) * batch, sms=sms)
+    return spec.cluster_slices(cfg, splits, clusters=spec.tiles(cfg, M, N, batch), sms=sms)
 
 
 # A tile larger than the problem along M or N. Until 2026-12-02 s11 handed such a problem to s10,

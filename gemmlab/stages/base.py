@@ -86,6 +86,12 @@ class StageSpec:
     def block_tile(self, cfg: dict) -> tuple[int, int]:
         return cfg["block_m"], cfg["block_n"]
 
+    def tiles(self, cfg: dict, M: int, N: int, batch: int = 1) -> int:
+        """Output tiles of an M x N problem (times ``batch``): the blocks of one slice of K, and
+        the clusters of a split added in a cluster (``cluster_slices``)."""
+        bm, bn = self.block_tile(cfg)
+        return -(-M // bm) * -(-N // bn) * batch
+
     def threads(self, cfg: dict) -> int:
         raise NotImplementedError
 
