@@ -2,7 +2,8 @@
 
 The shipped H200 table keeps every entry's shortlist: each candidate tile and split-K with its
 measured time (L2 flushed). For each setting of model.OCCUPANCY_EXPONENT (how fast an SM runs
-holding fewer blocks than it could) and model.LAUNCH_S raised by 0-4 us (what a split through
+holding fewer blocks than it could; OCCUPANCY_EXPONENT_UNALIGNED, the 4-byte path's, moved with
+it: the "table-s10" column shows it) and model.LAUNCH_S raised by 0-4 us (what a split through
 the workspace costs beyond the modelled launch and traffic), this prints the regret of the model's
 pick among each shortlist (its measured time over the fastest's): geometric mean, worst, and the
 share of entries where it picks the fastest. Entries tuned before split-K in a cluster existed
@@ -10,8 +11,15 @@ share of entries where it picks the fastest. Entries tuned before split-K in a c
 (2026-12-04) are predicted with cluster=False; the unaligned ones tuned since are scored apart
 ("table-s10"). Optionally a probe log of scripts/two_warp_probe.py adds its shapes (``--probe
 FILE``), and logs of scripts/cluster_occupancy_probe.py theirs (``--occupancy FILE[,FILE]``: at
-each shape's tile, each split as the plan runs it, in a cluster where ``model.in_cluster`` says so).
-    python3 scripts/model_fit.py [--probe FILE] [--occupancy FILE[,FILE]]"""
+each shape's tile, each split as the plan runs it, in a cluster where ``model.in_cluster`` says so),
+and logs of scripts/small_tile_probe.py theirs (``--small-tile FILE``: every tile of the space it
+timed, at each split).
+
+``--epilogue`` sweeps model.EPILOGUE_EXPOSURE and model.BLOCK_OVERHEAD_S instead, and prints next
+to the regret how well the model's times match the measured ones: the spread (standard deviation)
+of log(measured / predicted) over every candidate, and their ratio's geometric mean. ``--by-k``
+prints measured / predicted per tile and slice length over all the sets.
+    python3 scripts/model_fit.py [--probe FILE] [--occupancy FILE[,FILE]] [--small-tile FILE] [--epilogue | --by-k]"""
 import itertools
 import json
 import math
@@ -51,22 +59,29 @@ def table_cases(s10: bool):
     return out
 
 
-def probe_cases(path):
-    """The same from a two_warp_probe.py log (its 64x64 and 32-row tiles that the space lists)."""
-    labels = {"64x64 w32x32 x3": "64x64 w32x32 x3", "32x64 w16x32 x4": "32x64 w16x32 x4"}
+# names of space tiles in the probes' listings that differ from the space's labels
+LISTING_LABELS = {"64x128 bk16 ku1 x3": "64x128 w32x64 bk16 ku1 x3"}
+
+
+def listing_cases(path):
+    """The same from a log of scripts/two_warp_probe.py or small_tile_probe.py: a header per shape
+    ("== MxNxK[xB] layout (s10|s11)" or "== MxNxK[xB] layout: ..."; s11 where none is named) and
+    one line per tile and split timed, of which the tiles the space lists are kept (aligned
+    problems)."""
     by_label = {c.label: c for c in space.candidates(90)}
     out, cur = [], None
     for line in Path(path).read_text().splitlines():
-        m = re.match(r"== (\d+)x(\d+)x(\d+)(?:x(\d+))? (\w+) \((s1\d)\)", line)
+        m = re.match(r"== (\d+)x(\d+)x(\d+)(?:x(\d+))? (\w\w)(?: \((s1\d)\))?", line)
         if m:
             M, N, K = map(int, m.group(1, 2, 3))
-            cur = (f"{m.group(1)}x{m.group(2)}x{m.group(3)}x{m.group(4) or 1} {m.group(5)}", M, N, K,
-                   int(m.group(4) or 1), m.group(6) == "s11", True, [])
+            B = int(m.group(4) or 1)
+            cur = (f"{M}x{N}x{K}x{B} {m.group(5)}", M, N, K, B, m.group(6) in (None, "s11"), True, [])
             out.append(cur)
             continue
         m = re.match(r"\s+(.+?)\s+split\s+(\d+)\s+([\d.]+) us", line)
-        if m and cur and m.group(1) in labels:
-            cur[7].append((by_label[labels[m.group(1)]], int(m.group(2)), float(m.group(3)) / 1e3))
+        label = m and LISTING_LABELS.get(m.group(1), m.group(1))
+        if m and cur and label in by_label:
+            cur[7].append((by_label[label], int(m.group(2)), float(m.group(3)) / 1e3))
     return [c for c in out if len(c[7]) > 1]
 
 
@@ -96,34 +111,78 @@ def occupancy_cases(paths):
 
 
 def score(cases):
-    regrets, hits = [], 0
+    """(regret geometric mean, worst regret, share of picks that were the fastest, spread of
+    log(measured / predicted), geometric mean of measured / predicted)."""
+    regrets, hits, errs = [], 0, []
     for _, M, N, K, B, cluster, aligned, short in cases:
         preds = [model.predict(c, M, N, K, B, s, GPU, cluster=cluster, aligned=aligned).seconds for c, s, _ in short]
         pick = short[preds.index(min(preds))][2]
         best = min(ms for _, _, ms in short)
         regrets.append(pick / best)
         hits += pick == best
+        errs += [math.log(ms * 1e-3 / p) for (_, _, ms), p in zip(short, preds)]
     g = math.exp(sum(map(math.log, regrets)) / len(regrets))
-    return g, max(regrets), hits / len(regrets)
+    mean = sum(errs) / len(errs)
+    spread = math.sqrt(sum((e - mean) ** 2 for e in errs) / len(errs))
+    return g, max(regrets), hits / len(regrets), spread, math.exp(mean)
+
+
+def sweep(cases, grid, head, cell, width):
+    """For each point of ``grid`` ({model attribute: value}), the row ``head`` formats and one
+    ``cell(score)`` per set of cases; the model's attributes are restored after."""
+    saved = {a: getattr(model, a) for a in grid[0]}
+    for point in grid:
+        for a, v in point.items():
+            setattr(model, a, v)
+        print(head(point) + "  ".join(f"{cell(score(v)):>{width}}" for v in cases.values()))
+    for a, v in saved.items():
+        setattr(model, a, v)
+
+
+def sweep_epilogue(cases):
+    """Regret and time error over EPILOGUE_EXPOSURE x BLOCK_OVERHEAD_S."""
+    print("  epi  block_us  " + "  ".join(f"{k} ({len(v)}): regret gmean / max / spread / meas:pred"
+                                       for k, v in cases.items()))
+    grid = [{"EPILOGUE_EXPOSURE": x, "BLOCK_OVERHEAD_S": b * 1e-6}
+            for x, b in itertools.product((0.0, 0.5, 1.0, 2.0, 3.0), (2.0, 3.0, 4.0))]
+    sweep(cases, grid, lambda p: f" {p['EPILOGUE_EXPOSURE']:4.1f}  {p['BLOCK_OVERHEAD_S'] * 1e6:8.1f}  ",
+          lambda sc: f"{sc[0]:.4f} / {sc[1]:.2f} / {sc[3]:.3f} / {sc[4]:.2f}", 48)
+
+
+def by_k_slice(cases):
+    """Measured / predicted time per tile and slice length (K / split): geometric mean and range."""
+    groups = {}
+    for _, M, N, K, B, cluster, aligned, short in cases:
+        for c, s, ms in short:
+            k = -(-K // s)
+            band = "K <= 256" if k <= 256 else "K <= 1024" if k <= 1024 else "K > 1024"
+            pred = model.predict(c, M, N, K, B, s, GPU, cluster=cluster, aligned=aligned).seconds
+            groups.setdefault(("%dx%d" % c.tile(), band), []).append(ms * 1e-3 / pred)
+    print("tile      slice        n  measured / predicted: gmean (min - max)")
+    bands = ["K <= 256", "K <= 1024", "K > 1024"]
+    for (tile, band), r in sorted(groups.items(), key=lambda kv: (kv[0][0], bands.index(kv[0][1]))):
+        g = math.exp(sum(map(math.log, r)) / len(r))
+        print(f"{tile:9} {band:10} {len(r):4}  {g:.2f} ({min(r):.2f} - {max(r):.2f})")
 
 
 def main():
     cases = {"table": table_cases(False), "table-s10": table_cases(True)}
     if "--probe" in sys.argv:
-        cases["probe"] = probe_cases(sys.argv[sys.argv.index("--probe") + 1])
+        cases["probe"] = listing_cases(sys.argv[sys.argv.index("--probe") + 1])
     if "--occupancy" in sys.argv:
         cases["occupancy"] = occupancy_cases(sys.argv[sys.argv.index("--occupancy") + 1].split(","))
-    saved = model.OCCUPANCY_EXPONENT, model.LAUNCH_S
+    if "--small-tile" in sys.argv:
+        cases["small-tile"] = listing_cases(sys.argv[sys.argv.index("--small-tile") + 1])
+    if "--epilogue" in sys.argv:
+        return sweep_epilogue(cases)
+    if "--by-k" in sys.argv:
+        return by_k_slice([c for v in cases.values() for c in v])
+    # the occupancy exponent of aligned and of unaligned problems moved together
     print("  exp  ws_us  " + "  ".join(f"{k} ({len(v)}): regret gmean / max / picks best" for k, v in cases.items()))
-    for x, w in itertools.product((0.5, 0.4, 0.35, 0.3, 0.25, 0.2), (0.0, 1.0, 2.0, 3.0, 4.0)):
-        model.OCCUPANCY_EXPONENT, model.LAUNCH_S = x, saved[1] + w * 1e-6
-        cells = []
-        for v in cases.values():
-            g, mx, hit = score(v)
-            cells.append(f"{g:.4f} / {mx:.2f} / {hit:.2f}")
-        print(f" {x:4.2f}  {w:5.1f}  " + "  ".join(f"{c:>40}" for c in cells))
-    model.OCCUPANCY_EXPONENT, model.LAUNCH_S = saved
-
+    grid = [{"OCCUPANCY_EXPONENT": x, "OCCUPANCY_EXPONENT_UNALIGNED": x, "LAUNCH_S": model.LAUNCH_S + w * 1e-6}
+            for x, w in itertools.product((0.5, 0.4, 0.35, 0.3, 0.25, 0.2), (0.0, 1.0, 2.0, 3.0, 4.0))]
+    sweep(cases, grid, lambda p: f" {p['OCCUPANCY_EXPONENT']:4.2f}  {(p['LAUNCH_S'] - grid[0]['LAUNCH_S']) * 1e6:5.1f}  ",
+          lambda sc: f"{sc[0]:.4f} / {sc[1]:.2f} / {sc[2]:.2f}", 40)
 
 if __name__ == "__main__":
     main()

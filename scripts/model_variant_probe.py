@@ -6,20 +6,18 @@ plan cache is cleared, and `auto` builds its plan; the plans that differ are eac
 float64 and timed (CUDA events, L2 flushed, median). Shapes: ``--random N`` log-uniform M, N, K
 in 96..4096 (odd where a coin says so, batched 4..64 for a quarter of them), every layout, seeded,
 keeping only shapes in no bucket of a suite or of the shipped table; plus ``M N K layout batch``
-groups from the command line. Prints one line per shape and the geometric mean per variant.
-    python3 scripts/model_variant_probe.py [--random N] [--seed S] [--variants A,B] [M N K layout batch ...]"""
+groups from the command line (``--own``: the own suite's, as in the logs since 2026-12-03).
+Prints one line per shape and the geometric mean per variant. ``--dry`` (no GPU, no torch): only
+the choices each variant changes, as the H200 would make them.
+    python3 scripts/model_variant_probe.py [--random N] [--seed S] [--variants A,B] [--own] [--dry] [M N K layout batch ...]"""
 import math
 import random
 import sys
 
-import torch
-
 from gemmlab import api
 from gemmlab.bench import suites
-from gemmlab.bench.candidates import Operands
 from gemmlab.heuristics import choice, model, space, table
 from gemmlab.stages import get
-from probe_common import checked_timer, event_timer
 
 # name -> ((object, attribute, value), ...): module constants, or attributes of a stage object
 def _eff(label, eff):
@@ -42,6 +40,15 @@ VARIANTS = {
     # s10 and s11 add 3 to 8 slices in a cluster where all the grid's clusters are resident (the
     # runtime since 2026-12-04), or only 2 slices in a cluster and more through the workspace
     "resident2": ((get("s10"), "RESIDENT_CLUSTER_MAX", 2), (get("s11"), "RESIDENT_CLUSTER_MAX", 2)),
+    # the model's epilogue term (model.EPILOGUE_EXPOSURE; scripts/model_fit.py --epilogue: fits the
+    # tuning measurements' times far better, their picks a little)
+    "epilogue2": ((model, "EPILOGUE_EXPOSURE", 2.0),),
+    # the K-major B copy for aligned problems only; unaligned ones follow the FLOP per byte rule
+    "brule_aligned": ((choice, "TRANSPOSE_B_ANY_ALIGNMENT", False),),
+    # the occupancy exponent of problems on s10's 4-byte copies (model.OCCUPANCY_EXPONENT_UNALIGNED)
+    "occ_unaligned25": ((model, "OCCUPANCY_EXPONENT_UNALIGNED", 0.25),),
+    # no tuned neighbour's tile (step 3 of heuristics/choice.py): the waves model decides
+    "nearest_off": ((choice, "NEAREST_MODEL_SLACK", 0.0),),
 }
 
 
@@ -73,11 +80,15 @@ def random_shapes(n, seed):
 
 
 def fixed_shapes():
+    """The ``M N K layout batch`` groups of the command line; ``--own``: the own suite's shapes and
+    1400^3 nn first."""
     v = [a for a in sys.argv[1:] if not a.startswith("--")]
     for flag in ("--random", "--seed", "--variants"):
         if flag in sys.argv:
             v.remove(sys.argv[sys.argv.index(flag) + 1])
-    return [(int(v[i]), int(v[i + 1]), int(v[i + 2]), v[i + 3], int(v[i + 4])) for i in range(0, len(v), 5)]
+    own = [(m, n, k, lay, b) for m, n, k, b, lay in suites.OWN_ENTRIES] + [(1400, 1400, 1400, "nn", 1)]
+    return (own if "--own" in sys.argv else []) + [
+        (int(v[i]), int(v[i + 1]), int(v[i + 2]), v[i + 3], int(v[i + 4])) for i in range(0, len(v), 5)]
 
 
 def apply(settings):
@@ -89,15 +100,54 @@ def apply(settings):
     return old
 
 
+H200 = model.Gpu(sms=132, clock_hz=1.98e9, cc=90)
+
+
+def h200_choice(M, N, K, lay, batch):
+    """What `auto` chooses for these shapes on the H200 with the shipped table (no GPU needed)."""
+    from gemmlab.jit.compiler import compiler_version
+    from gemmlab.problem import Problem
+
+    p = Problem.dense(M, N, K, lay, batch, a_ptr=1 << 40, b_ptr=2 << 40, d_ptr=3 << 40)
+    return choice.choose(p, H200, table.identity("NVIDIA H200", "sm_90", compiler_version()))
+
+
+def describe(c) -> str:
+    return f"{c.spec.id} {c.config['block_m']}x{c.config['block_n']} s{c.split_k}{' rp' if c.repack else ''} {c.source}"
+
+
+def dry_run(shapes):
+    """``--dry``: per variant, the shapes whose choice differs from the first variant's, as the H200
+    would choose (CPU only, nothing timed): what a run will time, before a GPU is lent."""
+    names = list(VARIANTS)
+    base = {s: describe(h200_choice(*s)) for s in shapes}
+    for name in names[1:]:
+        old = apply(VARIANTS[name])
+        now = {s: describe(h200_choice(*s)) for s in shapes}
+        apply(old)
+        diff = [s for s in shapes if now[s].rsplit(" ", 1)[0] != base[s].rsplit(" ", 1)[0]]
+        print(f"{name}: {len(diff)} of {len(shapes)} choices differ from {names[0]}")
+        for M, N, K, lay, b in diff:
+            shape = f"{M}x{N}x{K}{f'x{b}' if b > 1 else ''} {lay}"
+            print(f"  {shape:22} {base[(M, N, K, lay, b)]:34} -> {now[(M, N, K, lay, b)]}")
+
+
 def main():
-    t = event_timer(target_seconds=0.05, max_seconds=0.5, min_reps=10, max_reps=300)
-    timed = checked_timer(t)
     if "--variants" in sys.argv:  # a comma-separated subset, in that order
         names = sys.argv[sys.argv.index("--variants") + 1].split(",")
         for name in list(VARIANTS):
             if name not in names:
                 del VARIANTS[name]
     shapes = fixed_shapes() + random_shapes(arg("--random", 0), arg("--seed", 16))
+    if "--dry" in sys.argv:
+        return dry_run(shapes)
+    import torch
+
+    from gemmlab.bench.candidates import Operands
+    from probe_common import checked_timer, event_timer
+
+    t = event_timer(target_seconds=0.05, max_seconds=0.5, min_reps=10, max_reps=300)
+    timed = checked_timer(t)
     ratios = {v: [] for v in VARIANTS}
     print("shape: cuBLAS us | variant us (cuBLAS / it) [kernels] ...", flush=True)
     for M, N, K, lay, batch in shapes:
@@ -118,8 +168,7 @@ def main():
             us, kern = seen[key]
             ratios[name].append(cub / us)
             c = plan.choice
-            cells.append(f"{name} {us:.1f} ({cub / us:.3f}) [{c.spec.id} {c.config['block_m']}x{c.config['block_n']}"
-                         f" s{c.split_k}{' rp' if c.repack else ''} {c.source}]")
+            cells.append(f"{name} {us:.1f} ({cub / us:.3f}) [{describe(c)}]")
         print(f"{M}x{N}x{K}{f'x{batch}' if batch > 1 else ''} {lay}: cuBLAS {cub:.1f} | " + " | ".join(cells),
               flush=True)
         del ops

@@ -40,6 +40,24 @@ MIN_K_SLICE = 128          # a slice shorter than this is all overhead
 # shapes in no table"): lower exponents fitted no better; LAUNCH_S 1-3 us higher fitted the table
 # 0.1% better and moved 8 of 79 random shapes' choices for no net gain on the H200.
 OCCUPANCY_EXPONENT = 0.5
+# The same for problems on s10's 4-byte copies (``aligned=False``), whose blocks share the SM's
+# load/store issue more than TMA's: on the table's 31 unaligned entries tuned with s10's cluster
+# split (2026-12-04) 0.25 ranks their shortlists better (regret 1.0378 -> 1.0246, the fastest
+# picked in 18 of 31 against 12: the model took one K slice too many at 0.5, 191x1535x767 nn 64x64
+# x4 25.7 us against x3 24.1), but 0.4 ranks them worse (1.0449), and it moves 6 and 13 of 139
+# random shapes' choices (seeds 16 and 18): to be measured first (scripts/model_variant_probe.py,
+# variant ``occ_unaligned25``).
+OCCUPANCY_EXPONENT_UNALIGNED = 0.5
+# The epilogue: a block's output tile (BM x BN floats) leaves at the SM's share of the memory
+# bandwidth, this many times over, with no main loop to hide it (a wave's resident blocks reach
+# their epilogues together); for operands TMA takes (``aligned``). Off (0) in the runtime. At 2.0
+# the model's times match the shipped table's measured ones far better (scripts/model_fit.py
+# --epilogue: spread of log(measured / predicted) 0.156 -> 0.111 on 169 aligned entries; short-K
+# problems on big tiles were 1.3x slower than predicted) and its picks a little (regret 1.0325 ->
+# 1.0263 there, 1.028 -> 1.019 on the small-tile probe); it moves 14 and 7 of 139 random shapes'
+# choices (seeds 16 and 18), and is to be measured on them first (scripts/model_variant_probe.py,
+# variant ``epilogue2``; docs/dispatch.md).
+EPILOGUE_EXPOSURE = 0.0
 
 
 @dataclass(frozen=True)
@@ -82,8 +100,10 @@ def predict(cand: space.Candidate, M: int, N: int, K: int, batch: int, split_k: 
     # hide less latency: the SM's rate falls like the square root of its occupancy.
     resident = min(bps, math.ceil(blocks / gpu.sms))
     eff = cand.efficiency * (1.0 if fits(cand, M, N) else OVERSIZED_EFFICIENCY)
-    sm_rate = eff * gpu.sm_flops * (resident / bps) ** OCCUPANCY_EXPONENT
+    sm_rate = eff * gpu.sm_flops * (resident / bps) ** (OCCUPANCY_EXPONENT if aligned else OCCUPANCY_EXPONENT_UNALIGNED)
     per_block = 2.0 * bm * bn * max(k_len, 1) / (sm_rate / resident) + BLOCK_OVERHEAD_S
+    if aligned and EPILOGUE_EXPOSURE:
+        per_block += EPILOGUE_EXPOSURE * 4.0 * bm * bn * resident * gpu.sms / gpu.bandwidth
     seconds = math.ceil(waves) * per_block
     if s > 1 and cluster and gpu.cc >= CLUSTER_MIN_CC and in_cluster(cand, M, N, s, aligned, batch, gpu.sms):
         seconds += math.ceil(waves) * CLUSTER_REDUCE_S
