@@ -199,7 +199,13 @@ for what in "$@"; do
       seed=${what#variants-}
       step "model variants on random shapes, seed $seed"
       (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 560 python3 model_variant_probe.py --own --random 120 --seed $seed \
-        --variants as_is,epilogue2,brule_aligned,occ_unaligned25,nearest_off 2>&1 | grep -v -i warn | tee "$RES/variants-$seed.txt" | tail -6) ;;
+        --variants as_is,epilogue2,brule_aligned,occ_unaligned25,nearest_off,rp_never,rp_always 2>&1 | grep -v -i warn | tee "$RES/variants-$seed.txt" | tail -6) ;;
+    s10-spill-probe)
+      step "s10 builds that spill in their K loop against spill-free ones (docs/stages/s10-s11.md)"
+      (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 560 python3 s10_spill_probe.py 2>&1 | grep -v -i warn | tee "$RES/s10-spill-probe.txt" | tail -30) ;;
+    s10-small-k)
+      step "s10 with K tiles of 8 (cuBLAS's 4-byte tiles) on the unaligned shapes s10 lost most"
+      (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 560 python3 s10_tile_probe.py --small-k 2>&1 | grep -v -i warn | tee "$RES/s10-small-k.txt" | tail -14) ;;
     sweep-heldout)
       step "sweep: stage=auto on the held-out shapes (in no table), nn and nt, against cuBLAS"
       for lay in nn nt; do

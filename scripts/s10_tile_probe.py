@@ -1,7 +1,14 @@
 """s10 tiles on unaligned shapes with transpose_in 1 and 0 (stages, block_k and min_blocks varied:
 how the transposing 4-byte copies depend on what shared memory leaves to L1), on the H200. CUDA
 events, L2 flushed, median, us; every plan checked against float64 first; cuBLAS in the same run.
-    python3 scripts/s10_tile_probe.py"""
+
+``--small-k``: instead, tiles with K tiles of 8 as cuBLAS runs unaligned problems (its
+``sm80_xmma_..._aligna4`` kernels: 64x128x8 at 333x555x777x8 tt, 32x64x8 and 32x32x8 of two warps
+on small problems; results/h200/sweep-*/sweep.csv), against s10's 64x64 x3 and the s11 stand-in
+64x128 bk16, on the random shapes where s10 fell furthest behind (docs/dispatch.md), at split 1,
+with transpose_in as the stage decides, next to `auto` (its own split).
+    python3 scripts/s10_tile_probe.py [--small-k]"""
+import sys
 
 from gemmlab.bench.candidates import Operands
 from probe_common import compile_first, cublas_us, event_timer, run_checked
@@ -15,6 +22,39 @@ CONFIGS = {"64x128 s3 mb2": {**T, "stages": 3, "min_blocks": 2}, "64x128 s4 mb2"
            "64x128 s2 mb3": {**T, "stages": 2, "min_blocks": 3},
            "64x64 s3 mb3": {"block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32, "stages": 3, "min_blocks": 3},
            "64x64 s4 mb3": {"block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32, "stages": 4, "min_blocks": 3}}
+SMALL_K_SHAPES = [(333, 555, 777, "tt", 8), (492, 109, 137, "tn", 32), (455, 97, 743, "nn", 32), (152, 405, 199, "nt", 1),
+                  (99, 296, 337, "nt", 1), (173, 247, 129, "tt", 4), (1660, 388, 201, "nn", 1), (515, 119, 2969, "tn", 1),
+                  (171, 1393, 3365, "tt", 1), (759, 189, 317, "tn", 16), (255, 255, 255, "nt", 32)]
+# Each compiles for sm_90 without local memory (gemmlab sass s10 --scalar --config ...: 135, 145,
+# 127 and 113 registers); 128x64 at block_k 8 spills (88 B of stack) and is left out.
+SMALL_K_CONFIGS = {
+    "64x64 s3 mb3": {"block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32, "stages": 3, "min_blocks": 3},
+    "64x128 bk16 s4": {**T, "block_k": 16, "stages": 4, "min_blocks": 2},
+    "64x128 bk8 s4 mb3": {**T, "block_k": 8, "stages": 4, "min_blocks": 3},
+    "64x64 bk8 s4 mb3": {"block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32, "block_k": 8, "stages": 4,
+                         "min_blocks": 3},
+    "32x64 w32x32 bk8 s4 mb8": {"block_m": 32, "block_n": 64, "warp_m": 32, "warp_n": 32, "block_k": 8, "stages": 4,
+                                "min_blocks": 8},
+    "32x32 w16x32 bk8 s4 mb8": {"block_m": 32, "block_n": 32, "warp_m": 16, "warp_n": 32, "block_k": 8, "stages": 4,
+                                "min_blocks": 8},
+}
+
+
+def small_k():
+    compile_first([(Operands.make(M, N, K, lay, 0, batch=b), "s10", c)
+                   for M, N, K, lay, b in SMALL_K_SHAPES for c in SMALL_K_CONFIGS.values()])
+    for M, N, K, lay, b in SMALL_K_SHAPES:
+        ops = Operands.make(M, N, K, lay, 0, batch=b)
+        ops.reference()
+        cub = cublas_us(t, ops)
+        auto_us, auto_what, _ = run_checked(t, ops, "auto", None)
+        cells = [f"{name} {run_checked(t, ops, 's10', c)[0]:.1f}" for name, c in SMALL_K_CONFIGS.items()]
+        print(f"{M}x{N}x{K}x{b} {lay}: cuBLAS {cub:.1f} | auto {auto_us:.1f} [{auto_what}] | " + " | ".join(cells), flush=True)
+
+
+if "--small-k" in sys.argv:
+    small_k()
+    sys.exit(0)
 ops_all = [Operands.make(M, N, K, lay, 0, batch=b) for M, N, K, lay, b in SHAPES]
 compile_first([(o, "s10", {**c, "transpose_in": ti}) for o in ops_all for c in CONFIGS.values() for ti in (0, 1)])
 del ops_all

@@ -216,6 +216,34 @@ def test_main_loop_choice_on_hand_written_loops():
     assert st["main_loop_ffma_share"] == 0.0 and st["register_stats_scope"] == "whole kernel"
 
 
+def test_k_loop_is_the_loop_around_the_main_loop():
+    """sass.k_loop: the innermost loop around the main loop (a K step's copies and barriers), or the
+    main loop where none holds it; a spill in either is paid every K step."""
+    # a K loop (0x00..0x90) with a copy, a spill and an inner FFMA loop (0x30..0x50), inside a
+    # batch loop (0x00..0xb0)
+    ins = _ins("""
+        LDGSTS.E [R20], desc[UR4][R22.64]
+        LDL R30, [R1+0x8]
+        BAR.SYNC.DEFER_BLOCKING 0x0
+        FFMA R2, R3, R4, R2
+        FFMA R5, R3, R4, R5
+        BRA 0x30
+        STL [R1+0x8], R30
+        NOP
+        NOP
+        BRA 0x0
+        NOP
+        BRA 0x0
+    """)
+    body = sass.k_loop(ins)
+    assert (body[0].addr, body[-1].addr) == (0x0, 0x90)
+    assert sass.opcodes(body).get("LDL") == 1 and sass.opcodes(body).get("STL") == 1
+    assert sass.opcodes(sass.main_loop(ins)).get("LDL") is None
+    one = _ins("FFMA R2, R3, R4, R2\nLDL R30, [R1+0x8]\nBRA 0x0\nEXIT")  # the main loop is the K loop
+    assert sass.k_loop(one) == sass.main_loop(one) and len(sass.k_loop(one)) == 3
+    assert sass.k_loop(_ins("FFMA R0, R1, R2, R0\nEXIT")) == []
+
+
 def test_sass_command_json_fields():
     out = subprocess.run([sys.executable, "-m", "gemmlab", "sass", "s01", "--json"], capture_output=True,
                          text=True, check=True).stdout

@@ -212,6 +212,20 @@ def main_loop(insns) -> list:
     return best["body"]
 
 
+def k_loop(insns) -> list:
+    """The instructions run once per K step: the main loop or, where it sits inside another loop,
+    the smallest loop around it (a K step's copies and barriers around an inner FFMA loop)."""
+    body = main_loop(insns)
+    if not body:
+        return []
+    first, last = body[0].addr, body[-1].addr
+    around = [(a, b) for a, b in loops(insns) if a <= first and last <= b and (a, b) != (first, last)]
+    if around:
+        a, b = min(around, key=lambda s: s[1] - s[0])
+        body = [x for x in insns if a <= x.addr <= b]
+    return body
+
+
 # ---- .reuse and register banks ----------------------------------------------------------------
 _OPERAND_REG = re.compile(r"^[-|!~]*\|?R(\d+)(\.reuse)?(\.[A-Z0-9_]+)*\|?$")
 

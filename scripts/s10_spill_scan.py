@@ -1,0 +1,76 @@
+"""Which s10 kernels that `auto` can run on unaligned problems spill registers (CPU only: NVRTC and
+the SASS, no GPU).
+
+An unaligned problem that is not repacked runs s10 on 4-byte copies, at the s10 stand-in of the
+tile the tables or the model chose (s11's ``fallback_config``). For every tile of the space, every
+layout, and split 1 and the splits of 2 and 4 slices added in a cluster, this compiles the
+instantiation the plan would build (for a 255x257x259 problem: every operand unaligned) and
+counts its local-memory traffic: the stack frame, STL and LDL, and those in the K loop (the main
+loop and, where it sits in another loop, the loop around it: each costs every K step). ``local_bytes`` of the cubin stays 0 when the spills go to the stack
+frame, so the compile tests' check of it does not see them.
+    python3 scripts/s10_spill_scan.py [--layouts nn,nt,tn,tt] [--jobs N]"""
+from __future__ import annotations
+
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from gemmlab.analysis import sass  # noqa: E402
+from gemmlab.heuristics import space  # noqa: E402
+from gemmlab.plan import kernel_for  # noqa: E402
+from gemmlab.problem import Problem  # noqa: E402
+
+SPLITS = (1, 2, 4)
+
+
+def instantiations(layouts):
+    """(tile label, layout, splits, spec, config, variant) of every distinct s10 kernel."""
+    out, seen = [], set()
+    for cand in space.SM90:
+        spec, cfg = cand.spec().fallback_config(cand.config())
+        for lay in layouts:
+            for splits in SPLITS:
+                kw = {"splits": splits, "k_split": 128} if splits > 1 else {}
+                p = Problem.dense(255, 257, 259, lay, 1, a_ptr=1 << 40, b_ptr=2 << 40, d_ptr=3 << 40, **kw)
+                variant = spec.variant(cfg, p)
+                if splits > 1:
+                    if not spec.cluster_slices(cfg, splits, forced=True):
+                        continue
+                    variant = {**variant, "cluster_k": splits}
+                key = (tuple(sorted(cfg.items())), tuple(sorted(variant.items())))
+                if key not in seen:
+                    seen.add(key)
+                    out.append((cand.label, lay, splits, spec, cfg, variant))
+    return out
+
+
+def spills(spec, cfg, variant) -> dict:
+    """registers, stack bytes, STL and LDL in the kernel and in its K loop."""
+    ck = kernel_for(spec, cfg, variant, "sm_90")
+    res = sass.resources(ck.cubin)
+    insns = sass.instructions(ck.cubin)
+    ops, loop = sass.opcodes(insns), sass.opcodes(sass.k_loop(insns))
+    return {"kernel": ck.name, "registers": res["registers"], "stack": res.get("stack_bytes", 0),
+            "stl": ops.get("STL", 0), "ldl": ops.get("LDL", 0), "loop": loop.get("STL", 0) + loop.get("LDL", 0)}
+
+
+def main():
+    layouts = ("nn", "nt", "tn", "tt")
+    if "--layouts" in sys.argv:
+        layouts = tuple(sys.argv[sys.argv.index("--layouts") + 1].split(","))
+    jobs = int(sys.argv[sys.argv.index("--jobs") + 1]) if "--jobs" in sys.argv else 2
+    todo = instantiations(layouts)
+    with ThreadPoolExecutor(jobs) as ex:
+        found = list(ex.map(lambda j: spills(*j[3:]), todo))
+    bad = [(j, f) for j, f in zip(todo, found) if f["stack"] or f["stl"] or f["ldl"]]
+    print(f"{'space tile':28} {'lay':3} {'split':5} {'min_blocks':>10} {'regs':>4} {'stack':>5} {'STL':>4} {'LDL':>4} {'in K loop':>9}")
+    for (label, lay, splits, _, cfg, _), f in bad:
+        print(f"{label:28} {lay:3} {splits:5} {cfg['min_blocks']:10} {f['registers']:4} {f['stack']:5} {f['stl']:4} "
+              f"{f['ldl']:4} {f['loop']:9}")
+    print(f"{len(bad)} of {len(todo)} s10 instantiations spill; {sum(1 for _, f in bad if f['loop'])} in the K loop")
+
+
+if __name__ == "__main__":
+    main()
