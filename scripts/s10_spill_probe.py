@@ -9,12 +9,12 @@ prefetch's second register set is what the ≤32-accumulator tiles spill), one b
 each build spills in its K loop.
     python3 scripts/s10_spill_probe.py"""
 import sys
+from pathlib import Path
 
-from gemmlab.bench.candidates import Operands
-from gemmlab.heuristics import space
-from gemmlab.problem import Problem
-from probe_common import compile_first, cublas_us, event_timer, run_checked
-from s10_spill_scan import spills
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from gemmlab.heuristics import space  # noqa: E402
+from gemmlab.problem import Problem  # noqa: E402
 
 # (space tile, layout, split, {alternative name: overrides}, shapes (M, N, K, batch))
 CASES = [
@@ -39,7 +39,15 @@ def stand_in(label):
     return cand.spec().fallback_config(cand.config())
 
 
+def builds(label, alts):
+    """{name: s10 config}: the stand-in as it is, then each alternative."""
+    spec, cfg = stand_in(label)
+    return spec, {"as is": cfg, **{n: spec.config({**cfg, **o}) for n, o in alts.items()}}
+
+
 def k_loop_spills(spec, cfg, lay, split):
+    from s10_spill_scan import spills
+
     kw = {"splits": split, "k_split": 128} if split > 1 else {}
     p = Problem.dense(255, 257, 259, lay, 1, a_ptr=1 << 40, b_ptr=2 << 40, d_ptr=3 << 40, **kw)
     v = spec.variant(cfg, p)
@@ -49,25 +57,26 @@ def k_loop_spills(spec, cfg, lay, split):
 
 
 def main():
+    from gemmlab.bench.candidates import Operands
+    from probe_common import compile_first, cublas_us, event_timer, run_checked
+
     t = event_timer(target_seconds=0.1, max_seconds=1.0, min_reps=10, max_reps=300)
     jobs = []
     for label, lay, split, alts, shapes in CASES:
-        spec, cfg = stand_in(label)
-        builds = {"as is": cfg, **{n: spec.config({**cfg, **o}) for n, o in alts.items()}}
+        spec, configs = builds(label, alts)
         print(f"# {label} {lay} split {split}: local loads and stores in the K loop: "
-              + ", ".join(f"{n} {k_loop_spills(spec, c, lay, split)}" for n, c in builds.items()), flush=True)
+              + ", ".join(f"{n} {k_loop_spills(spec, c, lay, split)}" for n, c in configs.items()), flush=True)
         for M, N, K, b in shapes:
-            jobs += [(Operands.make(M, N, K, lay, 0, batch=b), "s10", {**c, "split_k": split}) for c in builds.values()]
+            jobs += [(Operands.make(M, N, K, lay, 0, batch=b), "s10", {**c, "split_k": split}) for c in configs.values()]
     compile_first(jobs)
     del jobs
     for label, lay, split, alts, shapes in CASES:
-        spec, cfg = stand_in(label)
-        builds = {"as is": cfg, **{n: spec.config({**cfg, **o}) for n, o in alts.items()}}
+        _, configs = builds(label, alts)
         for M, N, K, b in shapes:
             ops = Operands.make(M, N, K, lay, 0, batch=b)
             ops.reference()
             cub = cublas_us(t, ops)
-            us = {n: run_checked(t, ops, "s10", {**c, "split_k": split})[0] for n, c in builds.items()}
+            us = {n: run_checked(t, ops, "s10", {**c, "split_k": split})[0] for n, c in configs.items()}
             cells = " | ".join(f"{n} {u:.1f} ({us['as is'] / u:.3f})" for n, u in us.items())
             print(f"{M}x{N}x{K}x{b} {lay} [{label} s{split}]: cuBLAS {cub:.1f} | {cells}", flush=True)
     return 0

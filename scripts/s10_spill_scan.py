@@ -7,8 +7,9 @@ layout, and split 1 and the splits of 2 and 4 slices added in a cluster, this co
 instantiation the plan would build (for a 255x257x259 problem: every operand unaligned) and
 counts its local-memory traffic: the stack frame, STL and LDL, and those in the K loop (the main
 loop and, where it sits in another loop, the loop around it: each costs every K step). ``local_bytes`` of the cubin stays 0 when the spills go to the stack
-frame, so the compile tests' check of it does not see them.
-    python3 scripts/s10_spill_scan.py [--layouts nn,nt,tn,tt] [--jobs N]"""
+frame, so the compile tests' check of it does not see them. ``--aligned``: the s11 kernels of
+aligned problems instead (TMA), the same way.
+    python3 scripts/s10_spill_scan.py [--layouts nn,nt,tn,tt] [--jobs N] [--aligned]"""
 from __future__ import annotations
 
 import sys
@@ -25,15 +26,17 @@ from gemmlab.problem import Problem  # noqa: E402
 SPLITS = (1, 2, 4)
 
 
-def instantiations(layouts):
-    """(tile label, layout, splits, spec, config, variant) of every distinct s10 kernel."""
+def instantiations(layouts, aligned=False):
+    """(tile label, layout, splits, spec, config, variant) of every distinct s10 kernel (with
+    ``aligned``: every s11 kernel of a 256x256x256 problem, whose operands TMA takes)."""
     out, seen = [], set()
     for cand in space.SM90:
-        spec, cfg = cand.spec().fallback_config(cand.config())
+        spec, cfg = (cand.spec(), cand.config()) if aligned else cand.spec().fallback_config(cand.config())
+        dims = (256, 256, 256) if aligned else (255, 257, 259)
         for lay in layouts:
             for splits in SPLITS:
                 kw = {"splits": splits, "k_split": 128} if splits > 1 else {}
-                p = Problem.dense(255, 257, 259, lay, 1, a_ptr=1 << 40, b_ptr=2 << 40, d_ptr=3 << 40, **kw)
+                p = Problem.dense(*dims, lay, 1, a_ptr=1 << 40, b_ptr=2 << 40, d_ptr=3 << 40, **kw)
                 variant = spec.variant(cfg, p)
                 if splits > 1:
                     if not spec.cluster_slices(cfg, splits, forced=True):
@@ -61,7 +64,7 @@ def main():
     if "--layouts" in sys.argv:
         layouts = tuple(sys.argv[sys.argv.index("--layouts") + 1].split(","))
     jobs = int(sys.argv[sys.argv.index("--jobs") + 1]) if "--jobs" in sys.argv else 2
-    todo = instantiations(layouts)
+    todo = instantiations(layouts, aligned="--aligned" in sys.argv)
     with ThreadPoolExecutor(jobs) as ex:
         found = list(ex.map(lambda j: spills(*j[3:]), todo))
     bad = [(j, f) for j, f in zip(todo, found) if f["stack"] or f["stl"] or f["ldl"]]
@@ -69,7 +72,7 @@ def main():
     for (label, lay, splits, _, cfg, _), f in bad:
         print(f"{label:28} {lay:3} {splits:5} {cfg['min_blocks']:10} {f['registers']:4} {f['stack']:5} {f['stl']:4} "
               f"{f['ldl']:4} {f['loop']:9}")
-    print(f"{len(bad)} of {len(todo)} s10 instantiations spill; {sum(1 for _, f in bad if f['loop'])} in the K loop")
+    print(f"{len(bad)} of {len(todo)} {'s11' if '--aligned' in sys.argv else 's10'} instantiations spill; {sum(1 for _, f in bad if f['loop'])} in the K loop")
 
 
 if __name__ == "__main__":

@@ -179,3 +179,26 @@ def test_the_s10_stand_ins_of_unaligned_problems_spill_only_where_known(layout):
         if splits == 1 and scan.spills(spec, cfg, variant)["loop"]:
             spilling.add(label)
     assert spilling == S10_K_LOOP_SPILLS[layout]
+
+
+def test_the_s10_spill_probe_cases_are_runnable():
+    """scripts/s10_spill_probe.py (for the H200) on the CPU: each case is a K-loop spill the set
+    above holds (or a cluster split of one), every alternative is a legal s10 config that keeps
+    the tile, and every shape is unaligned in the case's layout, so that s10's 4-byte path runs."""
+    import importlib.util
+    from pathlib import Path
+
+    from gemmlab.problem import Problem
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "s10_spill_probe.py"
+    mod_spec = importlib.util.spec_from_file_location("s10_spill_probe", path)
+    probe = importlib.util.module_from_spec(mod_spec)
+    mod_spec.loader.exec_module(probe)
+    for label, lay, split, alts, shapes in probe.CASES:
+        assert split > 1 or label in S10_K_LOOP_SPILLS[lay], (label, lay)
+        spec, configs = probe.builds(label, alts)
+        assert spec.id == "s10" and len(configs) == 1 + len(alts)
+        assert len({(c["block_m"], c["block_n"]) for c in configs.values()}) == 1
+        for M, N, K, b in shapes:
+            p = Problem.dense(M, N, K, lay, b, a_ptr=1 << 40, b_ptr=2 << 40, d_ptr=3 << 40)
+            assert not p.operands_aligned() and spec.variant(configs["as is"], p)["vec"] == 0, (M, N, K, lay)
