@@ -17,7 +17,7 @@ import sys
 from gemmlab import api
 from gemmlab.bench import suites
 from gemmlab.heuristics import choice, model, space, table
-from gemmlab.stages import get
+from gemmlab.stages import get, s11_tma
 
 # name -> ((object, attribute, value), ...): module constants, or attributes of a stage object
 def _eff(label, eff):
@@ -43,12 +43,20 @@ VARIANTS = {
     # the model's epilogue term (model.EPILOGUE_EXPOSURE; scripts/model_fit.py --epilogue: fits the
     # tuning measurements' times far better, their picks a little)
     "epilogue2": ((model, "EPILOGUE_EXPOSURE", 2.0),),
-    # the K-major B copy for aligned problems only; unaligned ones follow the FLOP per byte rule
+    # the K-major B copy for aligned problems only; unaligned ones follow the FLOP per byte rule (the
+    # runtime since 2026-12-04), or for every problem (before)
     "brule_aligned": ((choice, "TRANSPOSE_B_ANY_ALIGNMENT", False),),
+    "brule_any": ((choice, "TRANSPOSE_B_ANY_ALIGNMENT", True),),
     # the occupancy exponent of problems on s10's 4-byte copies (model.OCCUPANCY_EXPONENT_UNALIGNED)
     "occ_unaligned25": ((model, "OCCUPANCY_EXPONENT_UNALIGNED", 0.25),),
     # no tuned neighbour's tile (step 3 of heuristics/choice.py): the waves model decides
     "nearest_off": ((choice, "NEAREST_MODEL_SLACK", 0.0),),
+    # s10's stand-in for nt on 4-byte copies at the tile's min_blocks (before 2026-12-04's rule), and
+    # without the fragment prefetch where the stand-in has 128 registers a thread or fewer
+    "nt_blocks_kept": ((s11_tma, "NT_STAND_IN_FEWER_BLOCKS", False),),
+    # the runtime of 1e53e88 (before both rules of 2026-12-04 above)
+    "rules_1e53e88": ((s11_tma, "NT_STAND_IN_FEWER_BLOCKS", False), (choice, "TRANSPOSE_B_ANY_ALIGNMENT", True)),
+    "no_prefetch_128": ((s11_tma, "STAND_IN_NO_PREFETCH_AT_128_REGISTERS", True),),
 }
 
 

@@ -2,7 +2,7 @@
 the SASS, no GPU).
 
 An unaligned problem that is not repacked runs s10 on 4-byte copies, at the s10 stand-in of the
-tile the tables or the model chose (s11's ``fallback_config``). For every tile of the space, every
+tile the tables or the model chose (s11's ``fallback``, which sees the problem). For every tile of the space, every
 layout, and split 1 and the splits of 2 and 4 slices added in a cluster, this compiles the
 instantiation the plan would build (for a 255x257x259 problem: every operand unaligned) and
 counts its local-memory traffic: the stack frame, STL and LDL, and those in the K loop (the main
@@ -31,12 +31,13 @@ def instantiations(layouts, aligned=False):
     ``aligned``: every s11 kernel of a 256x256x256 problem, whose operands TMA takes)."""
     out, seen = [], set()
     for cand in space.SM90:
-        spec, cfg = (cand.spec(), cand.config()) if aligned else cand.spec().fallback_config(cand.config())
         dims = (256, 256, 256) if aligned else (255, 257, 259)
         for lay in layouts:
             for splits in SPLITS:
                 kw = {"splits": splits, "k_split": 128} if splits > 1 else {}
                 p = Problem.dense(*dims, lay, 1, a_ptr=1 << 40, b_ptr=2 << 40, d_ptr=3 << 40, **kw)
+                # what the plan builds: s11 hands the unaligned problem to its s10 stand-in
+                spec, cfg = cand.spec().fallback(cand.config(), p) or (cand.spec(), cand.config())
                 variant = spec.variant(cfg, p)
                 if splits > 1:
                     if not spec.cluster_slices(cfg, splits, forced=True):

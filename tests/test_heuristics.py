@@ -317,9 +317,9 @@ def test_should_repack():
 
 
 def test_should_repack_k_major_b_of_an_unaligned_problem(monkeypatch):
-    """The K-major B rule repacks unaligned problems whatever their FLOP per copied byte (the
-    runtime as shipped); with TRANSPOSE_B_ANY_ALIGNMENT off they follow the FLOP per byte rule and
-    aligned ones keep the B copy."""
+    """The K-major B rule copies B of aligned problems only; an unaligned problem follows the FLOP
+    per byte rule (as shipped since 2026-12-04); with TRANSPOSE_B_ANY_ALIGNMENT on, the rule copied
+    unaligned problems too, whatever their FLOP per copied byte."""
     from gemmlab.heuristics import choice
 
     odd = Problem.dense(1641, 119, 149, "tt", **ALIGNED)     # 28 FLOP per copied byte, M >= 1024
@@ -327,11 +327,11 @@ def test_should_repack_k_major_b_of_an_unaligned_problem(monkeypatch):
     even = Problem.dense(2048, 120, 148, "tt", **ALIGNED)
     assert not odd.operands_aligned() and not big_odd.operands_aligned() and even.operands_aligned()
     assert odd.operand("b").strictly_k_major and odd.M >= choice.TRANSPOSE_B_MIN_M
-    assert choice.TRANSPOSE_B_ANY_ALIGNMENT
-    assert all(heuristics.should_repack(p) for p in (odd, big_odd, even))
-    monkeypatch.setattr(choice, "TRANSPOSE_B_ANY_ALIGNMENT", False)
+    assert not choice.TRANSPOSE_B_ANY_ALIGNMENT
     assert not heuristics.should_repack(odd)
     assert heuristics.should_repack(big_odd) and heuristics.should_repack(even)
+    monkeypatch.setattr(choice, "TRANSPOSE_B_ANY_ALIGNMENT", True)
+    assert all(heuristics.should_repack(p) for p in (odd, big_odd, even))
 
 
 # ---- the problem and its operand views ------------------------------------------------------------------
@@ -593,14 +593,15 @@ def test_probe_breakdown_reads_the_recorded_probe():
 
 def test_model_variant_probe_dry_run_lists_the_changed_choices(capsys, monkeypatch):
     """scripts/model_variant_probe.py --dry (no GPU, no torch): the choices a variant changes, as
-    the H200 would make them; brule_aligned stops repacking 1641x119x149 tt (28 FLOP per byte) and
-    leaves 2048x2048x2048 nt (aligned: B alone copied) as it is."""
+    the H200 would make them; brule_any (the K-major B rule of before 2026-12-04) repacks
+    1641x119x149 tt (28 FLOP per byte) and leaves 2048x2048x2048 nt (aligned: B alone copied) as
+    it is."""
     mvp = _script("model_variant_probe")
-    monkeypatch.setattr(mvp, "VARIANTS", {k: mvp.VARIANTS[k] for k in ("as_is", "brule_aligned")})
+    monkeypatch.setattr(mvp, "VARIANTS", {k: mvp.VARIANTS[k] for k in ("as_is", "brule_any")})
     shapes = [(1641, 119, 149, "tt", 1), (2048, 2048, 2048, "nt", 1)]
-    assert mvp.h200_choice(*shapes[0]).repack and mvp.h200_choice(*shapes[1]).repack
+    assert not mvp.h200_choice(*shapes[0]).repack and mvp.h200_choice(*shapes[1]).repack
     mvp.dry_run(shapes)
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "brule_aligned: 1 of 2 choices differ from as_is"
-    assert out[1].split()[0] == "1641x119x149" and " rp " in out[1].split("->")[0] and " rp " not in out[1].split("->")[1]
-    assert mvp.h200_choice(*shapes[0]).repack  # the variant's setting undone
+    assert out[0] == "brule_any: 1 of 2 choices differ from as_is"
+    assert out[1].split()[0] == "1641x119x149" and " rp " not in out[1].split("->")[0] and " rp " in out[1].split("->")[1]
+    assert not mvp.h200_choice(*shapes[0]).repack  # the variant's setting undone

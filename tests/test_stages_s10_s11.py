@@ -1061,3 +1061,33 @@ def test_gpu_s11_b_transpose_batched_matches_float64(layout):
     for name, tile in BT_TILES.items():
         r = check_stage("s11", 77, 130, 45, layout, batch=3, config={**tile, "b_transpose": 1})
         assert r.correct, (layout, name, r)
+
+
+def test_the_s10_stand_in_of_an_nt_problem_on_4_byte_copies(monkeypatch):
+    """s11_tma.s10_config_for with the problem: an nt problem on 4-byte copies (both fragments
+    K-major) takes one block an SM fewer where a thread has at most 128 registers, and at most 4
+    groups of k unrolled; 64x64 x3 (170 registers), other layouts, 16-byte copies and the rule
+    switched off keep the tile's config."""
+    from gemmlab.heuristics import space
+
+    by = {c.label: c for c in space.SM90}
+
+    def stand_in(label, layout, dims=(255, 257, 259)):
+        p = Problem.dense(*dims, layout, 1, a_ptr=1 << 40, b_ptr=2 << 40, d_ptr=3 << 40)
+        spec, cfg = by[label].spec().fallback(by[label].config(), p)
+        assert spec.id == "s10"
+        return cfg
+
+    plain = lambda label: s11_tma.s10_config_for(by[label].config())  # noqa: E731
+    assert plain("128x64 w32x32 x2")["min_blocks"] == 2
+    assert stand_in("128x64 w32x32 x2", "nt")["min_blocks"] == 1
+    assert stand_in("128x128 w32x64 x2", "nt")["min_blocks"] == 1
+    assert stand_in("32x64 w16x32 x4", "nt")["min_blocks"] == 3
+    assert stand_in("64x64 w32x32 x3", "nt") == plain("64x64 w32x32 x3")  # 170 registers: kept
+    assert stand_in("128x256 w64x64 ku8", "nt")["k_unroll"] == 4 and plain("128x256 w64x64 ku8")["k_unroll"] == 8
+    for layout in ("nn", "tn", "tt"):
+        assert stand_in("128x64 w32x32 x2", layout) == plain("128x64 w32x32 x2"), layout
+    aligned = Problem.dense(256, 256, 256, "nt", 1, a_ptr=1 << 40, b_ptr=2 << 40, d_ptr=3 << 40)
+    assert s11_tma.s10_config_for(by["128x64 w32x32 x2"].config(), aligned) == plain("128x64 w32x32 x2")
+    monkeypatch.setattr(s11_tma, "NT_STAND_IN_FEWER_BLOCKS", False)
+    assert stand_in("128x64 w32x32 x2", "nt") == plain("128x64 w32x32 x2")

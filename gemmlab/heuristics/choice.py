@@ -50,13 +50,13 @@ REPACK_MIN_FLOP_PER_BYTE = 100
 TRANSPOSE_B_MIN_M = 1024       # K-major B is transposed when M >= this: 2MNK / 8KN = M/4 FLOP per byte
 # (below it the copy is all the transpose adds: 768x768x2048 nt 80.3 -> 87.4 us transposed, 11 of 12
 # shapes slower; scripts/b_transpose_min_m_probe.py, results/h200/logs/b-transpose-min-m-probe.txt)
-# The K-major B rule copies unaligned problems too, whatever their FLOP per copied byte (the copy then
-# takes every unaligned operand). False: it takes aligned problems only (B alone copied, M/4 FLOP per
-# byte) and the unaligned follow REPACK_MIN_FLOP_PER_BYTE. On 139 random H200 shapes (2026-12-04,
-# results/h200/logs/cluster-resident-probe.txt) the 4 unaligned that only this rule repacked ran at
-# 0.644-0.790 of cuBLAS (1641x119x149 tt: 28 FLOP per byte); the path without the copy is not measured
-# there (scripts/model_variant_probe.py, variant ``brule_aligned``).
-TRANSPOSE_B_ANY_ALIGNMENT = True
+# The K-major B rule takes aligned problems only (B alone copied, M/4 FLOP per byte); unaligned ones
+# follow REPACK_MIN_FLOP_PER_BYTE (True: the rule copied them too, whatever their FLOP per copied byte,
+# and the copy then took every unaligned operand). H200, 2026-12-04 (scripts/model_variant_probe.py,
+# variant ``brule_aligned``, results/h200/logs/variants-16.txt / -18.txt): the 5 shapes of 278 it
+# moves all ran faster without the copy, 1641x119x149 tt 0.615 -> 0.822 of cuBLAS, 1697x171x1055 nt
+# 0.726 -> 0.882, 2955x443x1696 tt 0.696 -> 0.760, 1999x333x1501 tt 0.794 -> 0.856 (both seeds).
+TRANSPOSE_B_ANY_ALIGNMENT = False
 # A row-major A is transposed when N >= this. On the H200 s11 reads a column-major A (As[k][m])
 # 4-10% faster than a row-major one (scripts/tn_probe.py, results/h200/logs/tn-probe.txt: 4096^3
 # 2.67 against 2.77 ms with the copy, 8192^3 21.0 against 21.8); the copy moves 8MK bytes (3.0-3.2

@@ -198,7 +198,7 @@ class Tma(CpAsync):
     # ---- problems TMA cannot take ----------------------------------------------------------
     def fallback(self, cfg, problem):
         if tma_problems(cfg, problem) or not tensor_map.available():
-            return self.fallback_config(cfg)
+            return S10, s10_config_for(cfg, problem)
         return None
 
     def fallback_config(self, cfg):
@@ -238,9 +238,29 @@ class Tma(CpAsync):
 S10_STAGE_BYTES_MULTI_BLOCK = 64 * 1024
 
 
-def s10_config_for(cfg) -> dict:
+# An nt problem on s10's 4-byte copies turns neither operand, so both fragments are K-major (4 k of
+# each row and column at once), and where the launch bounds leave 128 registers a thread or fewer
+# s10 spilled in its K loop (scripts/s10_spill_scan.py: 6-29 local ops a K step). There the stand-in
+# takes one block an SM fewer (H200, scripts/s10_spill_probe.py, results/h200/logs/s10-spill-probe.txt:
+# 128x64 w32x32 x2 1.12-1.34x at split 1, 128x128 w32x64 x2 1.29-1.30x, 32x256 x2 1.19-1.21x,
+# 32x64 x4 1.09x and 0.92x), and at most 4 groups of k unrolled (128x256 ku8 in a cluster spilled
+# 42: ku4 1.03-1.05x). Not for 64x64 x3 (170 registers, 2 local ops; 1.05-1.06x alone), where a
+# block fewer costs what the waves model counted: the first rule, for every nt tile, took 417x400x587x4
+# from 43.7 to 55.4 us and 496x727x651 from 32.1 to 37.7 (results/h200/logs/variants-16.txt).
+NT_STAND_IN_FEWER_BLOCKS = True
+# An experiment: no fragment prefetch in a stand-in on 4-byte copies whose launch bounds leave 128
+# registers a thread or fewer (128x64 w32x32 x2 spilled 4 local ops a K step in nn and tn; without
+# the prefetch: 1.13 and 1.20x in tn, 0.97 and 1.13x in nn in the spill probe; on random shapes one
+# plan changed, 0.706 -> 0.713).
+STAND_IN_NO_PREFETCH_AT_128_REGISTERS = False
+S10_REGISTERS = 65536  # a thread's registers at min_blocks: this / (threads x min_blocks)
+
+
+def s10_config_for(cfg, problem=None) -> dict:
     """s10 at the same tile shape where legal for it, else s10's defaults (block_k 16 and 4 stages
-    for tiles of several blocks per SM whose s10 stages would be large)."""
+    for tiles of several blocks per SM whose s10 stages would be large). With ``problem``, where
+    it runs on 4-byte copies: an nt problem one block an SM fewer where a thread has 128 registers
+    or fewer, and k_unroll at most 4 (NT_STAND_IN_FEWER_BLOCKS)."""
     same = {k: cfg[k] for k in S10.default_config if k in cfg and k != "stages"}
     try:
         out = S10.config(same)
@@ -251,6 +271,17 @@ def s10_config_for(cfg) -> dict:
             out = S10.config({**same, "block_k": 16, "stages": 4})
         except ConfigError:
             pass
+    v = S10.variant(out, problem) if problem is not None else None
+    if v is None or v["vec"] or "a_vec" in v or "b_vec" in v:  # 16-byte copies: as before
+        return out
+    tight = S10_REGISTERS // (S10.threads(out) * out["min_blocks"]) <= 128
+    if NT_STAND_IN_FEWER_BLOCKS and v["a_k_major"] and not v["b_n_major"]:
+        if tight and out["min_blocks"] > 1:
+            out = S10.config({**out, "min_blocks": out["min_blocks"] - 1})
+        if out["k_unroll"] > 4:
+            out = S10.config({**out, "k_unroll": 4})
+    elif STAND_IN_NO_PREFETCH_AT_128_REGISTERS and tight:
+        out = S10.config({**out, "frag_prefetch": 0})
     return out
 
 
