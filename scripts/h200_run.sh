@@ -193,13 +193,13 @@ for what in "$@"; do
       step "sweep: precision=ieee (stage=auto) over the issue-9 suite against cuBLAS FP32"
       python3 -m gemmlab sweep --suite issue9 --out "$RES/sweep-ieee" 2>&1 | tee "$RES/sweep-ieee.txt" | tail -20 ;;
     variants-16|variants-18)
-      # The model's and the choice's variants that wait for a GPU (docs/dispatch.md, "What the 139
-      # random shapes say"): seed 16 (the logs' shapes since 2026-12-04, with the own suite) and
-      # seed 18 (shapes no rule was fitted on). Only plans that differ from as_is are timed again.
+      # The model's and the choice's variants (docs/dispatch.md, "What the 139 random shapes say"):
+      # seed 16 (the logs' shapes since 2026-12-04, with the own suite) and seed 18. Only plans that
+      # differ from as_is are timed again.
       seed=${what#variants-}
       step "model variants on random shapes, seed $seed"
       (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 560 python3 model_variant_probe.py --own --random 120 --seed $seed \
-        --variants as_is,epilogue2,brule_aligned,occ_unaligned25,nearest_off,rp_never,rp_always 2>&1 | grep -v -i warn | tee "$RES/variants-$seed.txt" | tail -6) ;;
+        --variants as_is,rules_1e53e88,epilogue2,occ_unaligned25,nearest_off,rp_never,rp_always 2>&1 | grep -v -i warn | tee "$RES/variants-$seed.txt" | tail -6) ;;
     s10-spill-probe)
       step "s10 builds that spill in their K loop against spill-free ones (docs/stages/s10-s11.md)"
       (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 560 python3 s10_spill_probe.py 2>&1 | grep -v -i warn | tee "$RES/s10-spill-probe.txt" | tail -30) ;;

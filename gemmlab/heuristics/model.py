@@ -44,9 +44,9 @@ OCCUPANCY_EXPONENT = 0.5
 # load/store issue more than TMA's: on the table's 31 unaligned entries tuned with s10's cluster
 # split (2026-12-04) 0.25 ranks their shortlists better (regret 1.0378 -> 1.0246, the fastest
 # picked in 18 of 31 against 12: the model took one K slice too many at 0.5, 191x1535x767 nn 64x64
-# x4 25.7 us against x3 24.1), but 0.4 ranks them worse (1.0449), and it moves 6 and 13 of 139
-# random shapes' choices (seeds 16 and 18): to be measured first (scripts/model_variant_probe.py,
-# variant ``occ_unaligned25``).
+# x4 25.7 us against x3 24.1), but 0.4 ranks them worse (1.0449). On random shapes (H200,
+# scripts/model_variant_probe.py variant ``occ_unaligned25``, results/h200/logs/variants-16.txt,
+# -18.txt) the 6 and 13 of 139 choices it moves ran 0.898 -> 0.891 and 0.844 -> 0.834: not taken.
 OCCUPANCY_EXPONENT_UNALIGNED = 0.5
 # The epilogue: a block's output tile (BM x BN floats) leaves at the SM's share of the memory
 # bandwidth, this many times over, with no main loop to hide it (a wave's resident blocks reach
@@ -54,9 +54,10 @@ OCCUPANCY_EXPONENT_UNALIGNED = 0.5
 # the model's times match the shipped table's measured ones far better (scripts/model_fit.py
 # --epilogue: spread of log(measured / predicted) 0.156 -> 0.111 on 169 aligned entries; short-K
 # problems on big tiles were 1.3x slower than predicted) and its picks a little (regret 1.0325 ->
-# 1.0263 there, 1.028 -> 1.019 on the small-tile probe); it moves 14 and 7 of 139 random shapes'
-# choices (seeds 16 and 18), and is to be measured on them first (scripts/model_variant_probe.py,
-# variant ``epilogue2``; docs/dispatch.md).
+# 1.0263 there, 1.028 -> 1.019 on the small-tile probe). On random shapes (H200, variant
+# ``epilogue2`` of scripts/model_variant_probe.py, results/h200/logs/variants-16.txt, -18.txt) the
+# 14 and 7 of 139 choices it moves ran 0.906 -> 0.904 and 0.846 -> 0.937: not taken while one seed
+# is flat (docs/dispatch.md).
 EPILOGUE_EXPOSURE = 0.0
 
 
