@@ -605,3 +605,24 @@ def test_model_variant_probe_dry_run_lists_the_changed_choices(capsys, monkeypat
     assert out[0] == "brule_any: 1 of 2 choices differ from as_is"
     assert out[1].split()[0] == "1641x119x149" and " rp " not in out[1].split("->")[0] and " rp " in out[1].split("->")[1]
     assert not mvp.h200_choice(*shapes[0]).repack  # the variant's setting undone
+
+
+def test_a_bucket_tuned_repacked_only_keeps_its_repack():
+    """With the K-major B rule for aligned problems only, an unaligned problem under 100 FLOP per
+    byte is not repacked, unless its bucket holds only a repacked entry: the measurement beats the
+    rule (H200: 3071x383x1535 tt 126.9 us repacked against 141.1 unaligned). Its nt twin, with no
+    entry, and a shape in no bucket follow the rule."""
+    from gemmlab.heuristics import choice
+    from gemmlab.jit.compiler import compiler_version
+
+    ident = table.identity("NVIDIA H200", "sm_90", compiler_version())
+    h200 = model.Gpu(sms=132, clock_hz=1.98e9, cc=90)
+    tt = Problem.dense(3071, 383, 1535, "tt", **ALIGNED)
+    nt = Problem.dense(3071, 383, 1535, "nt", **ALIGNED)
+    odd = Problem.dense(1641, 119, 149, "tt", **ALIGNED)
+    for p in (tt, nt, odd):
+        assert not p.operands_aligned() and choice.b_rule(p) and not heuristics.should_repack(p)
+    c = choice.choose(tt, h200, ident)
+    assert c.repack and c.source == "tuned" and (c.config["block_m"], c.config["block_n"], c.split_k) == (256, 128, 3)
+    assert not choice.choose(nt, h200, ident).repack and not choice.choose(odd, h200, ident).repack
+    assert not choice.choose(tt, h200, ident, allow_workspace=False).repack

@@ -92,14 +92,18 @@ def should_repack(p: Problem) -> bool:
     slower on the H200 than [k][n]) when M is large enough that the copy is a few percent."""
     if p.K == 0:
         return False
-    if (p.operand("b").strictly_k_major and p.M >= TRANSPOSE_B_MIN_M
-            and (TRANSPOSE_B_ANY_ALIGNMENT or p.operands_aligned())):
+    if b_rule(p) and (TRANSPOSE_B_ANY_ALIGNMENT or p.operands_aligned()):
         return True
     if p.operands_aligned():
         return False
     flops = 2.0 * p.M * p.N * p.K * p.batch
     moved = 8.0 * (p.M * p.K + p.K * p.N) * p.batch
     return flops / moved >= REPACK_MIN_FLOP_PER_BYTE
+
+
+def b_rule(p: Problem) -> bool:
+    """A K-major B that the kernels read faster as a row-major copy (M large enough to pay for it)."""
+    return p.operand("b").strictly_k_major and p.M >= TRANSPOSE_B_MIN_M
 
 
 def should_transpose_a(p: Problem) -> bool:
@@ -208,6 +212,13 @@ def choose(p: Problem, gpu: model.Gpu, ident: dict, *, allow_workspace: bool = T
         return Choice(spec, with_config(spec, spec.config(cfg), config), split, False, "skinny")
 
     repack = allow_workspace and should_repack(p)
+    if (allow_workspace and not repack and p.K > 0 and b_rule(p) and not p.operands_aligned()
+            and table.lookup(ident, M, N, K, batch, p.layout, False) is None
+            and table.lookup(ident, M, N, K, batch, p.layout, True) is not None):
+        # A bucket tuned repacked only (before TRANSPOSE_B_ANY_ALIGNMENT was False): the measurement
+        # beats the rule. H200: 3071x383x1535 tt 126.9 us repacked, 141.1 unaligned (results/h200/
+        # logs/brule-grid.txt).
+        repack = True
     aligned = p.operands_aligned() or repack
     # A row-major A to be transposed: the tables are read for the layout the kernel then sees.
     a_t = allow_workspace and should_transpose_a(p)
