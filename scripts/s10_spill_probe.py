@@ -14,7 +14,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gemmlab.heuristics import space  # noqa: E402
-from gemmlab.problem import Problem  # noqa: E402
 
 # (space tile, layout, split, {alternative name: overrides}, shapes (M, N, K, batch))
 CASES = [
@@ -46,14 +45,9 @@ def builds(label, alts):
 
 
 def k_loop_spills(spec, cfg, lay, split):
-    from s10_spill_scan import spills
+    from s10_spill_scan import problem, spills
 
-    kw = {"splits": split, "k_split": 128} if split > 1 else {}
-    p = Problem.dense(255, 257, 259, lay, 1, a_ptr=1 << 40, b_ptr=2 << 40, d_ptr=3 << 40, **kw)
-    v = spec.variant(cfg, p)
-    if split > 1:
-        v = {**v, "cluster_k": split}
-    return spills(spec, cfg, v)["loop"]
+    return spills(spec, cfg, spec.variant(cfg, problem(lay, split)))["loop"]
 
 
 def main():

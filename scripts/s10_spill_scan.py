@@ -26,23 +26,27 @@ from gemmlab.problem import Problem  # noqa: E402
 SPLITS = (1, 2, 4)
 
 
+def problem(layout, splits, aligned=False):
+    """The scan's problem: 255x257x259 (every operand unaligned) or 256x256x256, its K in
+    ``splits`` slices that share D (the variant then adds them in a cluster: ``cluster_k``)."""
+    dims = (256, 256, 256) if aligned else (255, 257, 259)
+    kw = {"splits": splits, "k_split": 128} if splits > 1 else {}
+    return Problem.dense(*dims, layout, 1, a_ptr=1 << 40, b_ptr=2 << 40, d_ptr=3 << 40, **kw)
+
+
 def instantiations(layouts, aligned=False):
     """(tile label, layout, splits, spec, config, variant) of every distinct s10 kernel (with
     ``aligned``: every s11 kernel of a 256x256x256 problem, whose operands TMA takes)."""
     out, seen = [], set()
     for cand in space.SM90:
-        dims = (256, 256, 256) if aligned else (255, 257, 259)
         for lay in layouts:
             for splits in SPLITS:
-                kw = {"splits": splits, "k_split": 128} if splits > 1 else {}
-                p = Problem.dense(*dims, lay, 1, a_ptr=1 << 40, b_ptr=2 << 40, d_ptr=3 << 40, **kw)
+                p = problem(lay, splits, aligned)
                 # what the plan builds: s11 hands the unaligned problem to its s10 stand-in
                 spec, cfg = cand.spec().fallback(cand.config(), p) or (cand.spec(), cand.config())
+                if splits > 1 and not spec.cluster_slices(cfg, splits, forced=True):
+                    continue
                 variant = spec.variant(cfg, p)
-                if splits > 1:
-                    if not spec.cluster_slices(cfg, splits, forced=True):
-                        continue
-                    variant = {**variant, "cluster_k": splits}
                 key = (tuple(sorted(cfg.items())), tuple(sorted(variant.items())))
                 if key not in seen:
                     seen.add(key)

@@ -1,7 +1,6 @@
 """The README and docs say what the code does: every example block is the output of its command
 now (``python3 scripts/update_readme.py --examples`` rewrites them), and the claims in prose and
 help texts that the code decides are checked against it. No GPU needed."""
-import importlib.util
 import json
 import re
 import sys
@@ -10,19 +9,13 @@ from pathlib import Path
 import pytest
 
 from gemmlab import cli
+from script_loader import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "docs" / "models.md"
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location("update_readme", ROOT / "scripts" / "update_readme.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-UPDATE = _script()
+UPDATE = load_script("update_readme")
 BLOCKS = [(path, m.group("cmd"), m.group("body")) for path in UPDATE.example_files()
           for m in UPDATE.EXAMPLE.finditer(path.read_text())]
 

@@ -16,6 +16,7 @@ from gemmlab.heuristics.tensor_core import tensor_core_choice
 from gemmlab.problem import Problem, matrix_layout
 from gemmlab.stages import get
 from gemmlab.tune import db
+from script_loader import load_script
 
 IDENT = table.identity("Fake GPU 7000", "sm_90", "nvrtc-0.1")
 GPU = model.Gpu()
@@ -524,24 +525,12 @@ def test_the_epilogue_term_of_the_model(monkeypatch):
                         4 * 2.0 * 4 * 128 * 256 * 132 / GPU.bandwidth)
 
 
-def _script(name):
-    """scripts/<name>.py as a module (model_fit: its readers of the shipped table's shortlists)."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_the_epilogue_term_fits_the_shipped_measurements_better(monkeypatch):
     """What scripts/model_fit.py --epilogue found (docs/dispatch.md): on the table's aligned
     entries the term at 2.0 brings the model's times much nearer the measured ones (spread of
     log(measured / predicted) 0.156 -> 0.111) and its picks a little (regret 1.0325 -> 1.0263),
     which is why it is a variant to measure on random shapes and not yet the runtime's."""
-    fit = _script("model_fit")
+    fit = load_script("model_fit")
     cases = fit.table_cases(False)
     off = fit.score(cases)
     monkeypatch.setattr(model, "EPILOGUE_EXPOSURE", 2.0)
@@ -559,7 +548,7 @@ def test_the_occupancy_exponent_of_unaligned_problems(monkeypatch):
     assert model.OCCUPANCY_EXPONENT_UNALIGNED == model.OCCUPANCY_EXPONENT
     args = (cand, 191, 1535, 767, 1, 3, GPU)
     aligned, unaligned = model.predict(*args).seconds, model.predict(*args, aligned=False).seconds
-    fit = _script("model_fit")
+    fit = load_script("model_fit")
     cases = fit.table_cases(True)
     at_half = fit.score(cases)[0]
     monkeypatch.setattr(model, "OCCUPANCY_EXPONENT_UNALIGNED", 0.25)
@@ -574,7 +563,7 @@ def test_probe_breakdown_reads_the_recorded_probe():
     shapes whose choice the old cluster rule changed."""
     from pathlib import Path
 
-    pb = _script("probe_breakdown")
+    pb = load_script("probe_breakdown")
     log = Path(__file__).resolve().parents[1] / "results" / "h200" / "logs" / "cluster-resident-probe.txt"
     text = log.read_text()
     rows = pb.parse(text)
@@ -596,7 +585,7 @@ def test_model_variant_probe_dry_run_lists_the_changed_choices(capsys, monkeypat
     the H200 would make them; brule_any (the K-major B rule of before 2026-12-04) repacks
     1641x119x149 tt (28 FLOP per byte) and leaves 2048x2048x2048 nt (aligned: B alone copied) as
     it is."""
-    mvp = _script("model_variant_probe")
+    mvp = load_script("model_variant_probe")
     monkeypatch.setattr(mvp, "VARIANTS", {k: mvp.VARIANTS[k] for k in ("as_is", "brule_any")})
     shapes = [(1641, 119, 149, "tt", 1), (2048, 2048, 2048, "nt", 1)]
     assert not mvp.h200_choice(*shapes[0]).repack and mvp.h200_choice(*shapes[1]).repack

@@ -7,6 +7,7 @@ from gemmlab.analysis import sass
 from gemmlab.api import kernel_for
 from gemmlab.errors import ConfigError
 from gemmlab.stages import all_stages, get
+from script_loader import load_script
 
 STAGES = all_stages()
 
@@ -168,13 +169,7 @@ def test_the_s10_stand_ins_of_unaligned_problems_spill_only_where_known(layout):
     """Every tile of the space as s10 runs it for an unaligned problem of this layout (4-byte
     copies, split 1): local loads and stores in the K loop only in S10_K_LOOP_SPILLS. The cubin's
     local size stays 0 for such spills (they go to the stack frame), so this reads the SASS."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "scripts" / "s10_spill_scan.py"
-    mod_spec = importlib.util.spec_from_file_location("s10_spill_scan", path)
-    scan = importlib.util.module_from_spec(mod_spec)
-    mod_spec.loader.exec_module(scan)
+    scan = load_script("s10_spill_scan")
     spilling = set()
     for label, _, splits, spec, cfg, variant in scan.instantiations((layout,)):
         if splits == 1 and scan.spills(spec, cfg, variant)["loop"]:
@@ -186,15 +181,9 @@ def test_the_s10_spill_probe_cases_are_runnable():
     """scripts/s10_spill_probe.py (for the H200) on the CPU: each case is a K-loop spill the set
     above holds (or a cluster split of one), every alternative is a legal s10 config that keeps
     the tile, and every shape is unaligned in the case's layout, so that s10's 4-byte path runs."""
-    import importlib.util
-    from pathlib import Path
-
     from gemmlab.problem import Problem
 
-    path = Path(__file__).resolve().parents[1] / "scripts" / "s10_spill_probe.py"
-    mod_spec = importlib.util.spec_from_file_location("s10_spill_probe", path)
-    probe = importlib.util.module_from_spec(mod_spec)
-    mod_spec.loader.exec_module(probe)
+    probe = load_script("s10_spill_probe")
     for label, lay, split, alts, shapes in probe.CASES:
         assert split > 1 or label in S10_K_LOOP_SPILLS[lay] or lay == "nt", (label, lay)
         spec, configs = probe.builds(label, alts)

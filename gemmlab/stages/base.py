@@ -31,6 +31,9 @@ class Param:
     named_at_default: bool = True
 
 
+REG_FILE = 65536  # 32-bit registers per SM (sm_70 and later): a thread has REG_FILE / (threads x blocks)
+
+
 @dataclass
 class StageSpec:
     """Base class: subclasses set the class attributes and override the geometry methods."""

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from . import tensor_map
-from .base import Param, Problem
+from .base import REG_FILE, Param, Problem
 from .s10_cp_async import FRAG_PREFETCH_PARAM, STAGE as S10, CpAsync, fragment_loads
 
 INT32_LIMIT = 2**31
@@ -253,7 +253,6 @@ NT_STAND_IN_FEWER_BLOCKS = True
 # the prefetch: 1.13 and 1.20x in tn, 0.97 and 1.13x in nn in the spill probe; on random shapes one
 # plan changed, 0.706 -> 0.713).
 STAND_IN_NO_PREFETCH_AT_128_REGISTERS = False
-S10_REGISTERS = 65536  # a thread's registers at min_blocks: this / (threads x min_blocks)
 
 
 def s10_config_for(cfg, problem=None) -> dict:
@@ -274,7 +273,7 @@ def s10_config_for(cfg, problem=None) -> dict:
     v = S10.variant(out, problem) if problem is not None else None
     if v is None or v["vec"] or "a_vec" in v or "b_vec" in v:  # 16-byte copies: as before
         return out
-    tight = S10_REGISTERS // (S10.threads(out) * out["min_blocks"]) <= 128
+    tight = REG_FILE // (S10.threads(out) * out["min_blocks"]) <= 128
     if NT_STAND_IN_FEWER_BLOCKS and v["a_k_major"] and not v["b_n_major"]:
         if tight and out["min_blocks"] > 1:
             out = S10.config({**out, "min_blocks": out["min_blocks"] - 1})

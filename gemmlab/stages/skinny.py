@@ -25,7 +25,7 @@ import functools
 import math
 
 from ..errors import ConfigError
-from .base import Param, Problem, StageSpec
+from .base import REG_FILE, Param, Problem, StageSpec
 
 SMEM_LIMIT = 227 * 1024  # a block's shared memory on sm_90 (the kernel's static_assert)
 SMEM_RESERVED = 1024     # per block (ptxas: "shared 1024" static on sm_90)
@@ -33,7 +33,6 @@ SMALLS = (1, 2, 4, 8, 16)
 MAX_SMALL = 16
 AUTO_KEYS = ("small_dim", "small", "algo", "block_big", "threads", "k_groups", "unroll", "g_stages", "k_chunk")
 NOMINAL = Problem.dense(1, 4096, 4096)  # what the autos become when no problem is known
-REG_FILE = 65536
 MAX_THREADS_PER_SM = 2048
 
 
