@@ -200,6 +200,23 @@ for what in "$@"; do
       step "model variants on random shapes, seed $seed"
       (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 560 python3 model_variant_probe.py --own --random 120 --seed $seed \
         --variants as_is,rules_1e53e88,epilogue2,occ_unaligned25,nearest_off,rp_never,rp_always 2>&1 | grep -v -i warn | tee "$RES/variants-$seed.txt" | tail -6) ;;
+    variants-next)
+      # docs/dispatch.md, "The model predicts the stand-in the plan runs": the problem-free model
+      # (stand_in_free) on the odd nt shapes whose choice it changes and on seed 18; epilogue2
+      # again; 64x64 x3 and the other mid tiles at the held-out shapes with K <= 768; s10 tiles of
+      # 64x32 warps on the unaligned shapes of s10-small-k.
+      step "model variants: stand_in_free, epilogue2 (seeds 16, 18 and 7 odd nt shapes)"
+      (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 400 python3 model_variant_probe.py --random 120 --seed 18 \
+        --variants as_is,stand_in_free,epilogue2 2917 313 215 nt 4 95 2393 209 nt 16 75 2507 3791 nt 1 \
+        1371 129 131 nt 16 71 1749 1557 nt 16 1125 157 341 nt 4 75 3551 1179 nt 1 2>&1 | grep -v -i warn \
+        | tee "$RES/variants-next-18.txt" | tail -5)
+      step "mid tiles at the held-out shapes with K <= 768"
+      (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 150 python3 small_tile_probe.py \
+        --shapes 4096x768x768:nn,4096x2304x768:nn,2560x2560x640:nn 2>&1 | grep -v -i warn \
+        | tee "$RES/small-tile-heldout.txt" | tail -8)
+      step "s10 with 64x32 warps (8x8 outputs a thread, as cuBLAS's 4-byte kernels) on the unaligned shapes s10 lost most"
+      (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 200 python3 s10_tile_probe.py --w64x32 2>&1 | grep -v -i warn \
+        | tee "$RES/s10-w64x32.txt" | tail -12) ;;
     s10-spill-probe)
       step "s10 builds that spill in their K loop against spill-free ones (docs/stages/s10-s11.md)"
       (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 560 python3 s10_spill_probe.py 2>&1 | grep -v -i warn | tee "$RES/s10-spill-probe.txt" | tail -30) ;;

@@ -57,6 +57,9 @@ VARIANTS = {
     # the runtime of 1e53e88 (before both rules of 2026-12-04 above)
     "rules_1e53e88": ((s11_tma, "NT_STAND_IN_FEWER_BLOCKS", False), (choice, "TRANSPOSE_B_ANY_ALIGNMENT", True)),
     "no_prefetch_128": ((s11_tma, "STAND_IN_NO_PREFETCH_AT_128_REGISTERS", True),),
+    # the waves model counts an unaligned problem's blocks per SM and cluster rule at the space's
+    # candidate (before 2026-12-04, ninth session), not at the stand-in the plan runs for the problem
+    "stand_in_free": ((model, "STAND_IN_OF_PROBLEM", False),),
 }
 
 

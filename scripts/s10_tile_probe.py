@@ -6,8 +6,10 @@ events, L2 flushed, median, us; every plan checked against float64 first; cuBLAS
 ``sm80_xmma_..._aligna4`` kernels: 64x128x8 at 333x555x777x8 tt, 32x64x8 and 32x32x8 of two warps
 on small problems; results/h200/sweep-*/sweep.csv), against s10's 64x64 x3 and the s11 stand-in
 64x128 bk16, on the random shapes where s10 fell furthest behind (docs/dispatch.md), at split 1,
-with transpose_in as the stage decides, next to `auto` (its own split).
-    python3 scripts/s10_tile_probe.py [--small-k]"""
+with transpose_in as the stage decides, next to `auto` (its own split). ``--w64x32``: the same
+shapes with warps of 64x32 (8x8 outputs a thread and 4 warps, as cuBLAS's 64x128x8 warpsize1x4x1),
+whose s10 builds compile spill-free at block_k 16 (at block_k 8 they spill: 88 and 264 B of stack).
+    python3 scripts/s10_tile_probe.py [--small-k | --w64x32]"""
 import sys
 
 from gemmlab.bench.candidates import Operands
@@ -38,22 +40,31 @@ SMALL_K_CONFIGS = {
     "32x32 w16x32 bk8 s4 mb8": {"block_m": 32, "block_n": 32, "warp_m": 16, "warp_n": 32, "block_k": 8, "stages": 4,
                                 "min_blocks": 8},
 }
+W64X32_CONFIGS = {
+    "64x64 s3 mb3": SMALL_K_CONFIGS["64x64 s3 mb3"],
+    "128x64 w64x32 bk16 s4 mb2": {"block_m": 128, "block_n": 64, "warp_m": 64, "warp_n": 32, "block_k": 16, "stages": 4,
+                                  "min_blocks": 2},
+    "128x64 w64x32 bk16 s3 mb3": {"block_m": 128, "block_n": 64, "warp_m": 64, "warp_n": 32, "block_k": 16, "stages": 3,
+                                  "min_blocks": 3},
+    "64x128 w64x32 bk16 s3 mb3": {"block_m": 64, "block_n": 128, "warp_m": 64, "warp_n": 32, "block_k": 16, "stages": 3,
+                                  "min_blocks": 3},
+}
 
 
-def small_k():
+def small_k(configs):
     compile_first([(Operands.make(M, N, K, lay, 0, batch=b), "s10", c)
-                   for M, N, K, lay, b in SMALL_K_SHAPES for c in SMALL_K_CONFIGS.values()])
+                   for M, N, K, lay, b in SMALL_K_SHAPES for c in configs.values()])
     for M, N, K, lay, b in SMALL_K_SHAPES:
         ops = Operands.make(M, N, K, lay, 0, batch=b)
         ops.reference()
         cub = cublas_us(t, ops)
         auto_us, auto_what, _ = run_checked(t, ops, "auto", None)
-        cells = [f"{name} {run_checked(t, ops, 's10', c)[0]:.1f}" for name, c in SMALL_K_CONFIGS.items()]
+        cells = [f"{name} {run_checked(t, ops, 's10', c)[0]:.1f}" for name, c in configs.items()]
         print(f"{M}x{N}x{K}x{b} {lay}: cuBLAS {cub:.1f} | auto {auto_us:.1f} [{auto_what}] | " + " | ".join(cells), flush=True)
 
 
-if "--small-k" in sys.argv:
-    small_k()
+if "--small-k" in sys.argv or "--w64x32" in sys.argv:
+    small_k(W64X32_CONFIGS if "--w64x32" in sys.argv else SMALL_K_CONFIGS)
     sys.exit(0)
 ops_all = [Operands.make(M, N, K, lay, 0, batch=b) for M, N, K, lay, b in SHAPES]
 compile_first([(o, "s10", {**c, "transpose_in": ti}) for o in ops_all for c in CONFIGS.values() for ti in (0, 1)])

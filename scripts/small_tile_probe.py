@@ -6,7 +6,9 @@ warpsize1x4x1); gemmlab's tuned table picks 128x256 with split-K because its sma
 blocks: block_k 16 and k_unroll 1 hold fragments for 4 k instead of 8, so min_blocks 3-5 fit.
 For each shape and variant: no split and the model's best two split counts, CUDA events, L2 flushed, median, us;
 every plan checked against float64 first. Single GEMMs only (api.prepare takes 2-D operands).
-    python3 scripts/small_tile_probe.py [--quick]"""
+``--shapes MxNxK:layout,...``: those shapes instead (say the held-out ones where cuBLAS runs
+64x64x8 tiles and `auto` a big tile in a cluster: 4096x768x768:nn,4096x2304x768:nn,2560x2560x640:nn).
+    python3 scripts/small_tile_probe.py [--quick] [--shapes MxNxK:layout,...]"""
 import sys
 
 import torch
@@ -38,6 +40,9 @@ SHAPES = [(1200, 1200, 1200, "nn"), (2048, 768, 768, "nn"), (768, 768, 2048, "nt
           (3000, 1000, 1000, "nn"), (4096, 4096, 4096, "nn")]
 if "--quick" in sys.argv:
     SHAPES = SHAPES[:3]
+if "--shapes" in sys.argv:
+    SHAPES = [(*map(int, dims.split("x")), lay) for dims, lay in
+              (item.split(":") for item in sys.argv[sys.argv.index("--shapes") + 1].split(","))]
 
 
 def splits(M, N, K, cfg):

@@ -615,3 +615,64 @@ def test_a_bucket_tuned_repacked_only_keeps_its_repack():
     assert c.repack and c.source == "tuned" and (c.config["block_m"], c.config["block_n"], c.split_k) == (256, 128, 3)
     assert not choice.choose(nt, h200, ident).repack and not choice.choose(odd, h200, ident).repack
     assert not choice.choose(tt, h200, ident, allow_workspace=False).repack
+
+
+def _unaligned(M, N, K, layout, batch=1):
+    return Problem.dense(M, N, K, layout, batch, a_ptr=1 << 40, b_ptr=2 << 40, d_ptr=3 << 40)
+
+
+@pytest.mark.parametrize("layout", ["nn", "nt", "tn", "tt"])
+def test_the_model_counts_the_stand_in_the_plan_runs(layout, monkeypatch):
+    """On operands TMA cannot take, the waves model predicts the kernel the plan builds for the
+    problem (s11's s10 stand-in for it: blocks per SM, tile), not the space's candidate: in nt the
+    stand-in of 32x64 x4 holds 3 blocks an SM (s11_tma.NT_STAND_IN_FEWER_BLOCKS), 4 in the others."""
+    prob = _unaligned(1023, 1021, 2047, layout)
+    for cand in space.SM90:
+        spec, cfg = cand.spec(), cand.config()
+        assert model.runs_as(cand, False, prob) == spec.fallback(cfg, prob), cand.label
+        assert model.runs_as(cand, True, prob) == (spec, cfg)
+    cand = next(c for c in space.SM90 if c.label == "32x64 w16x32 x4")
+    blocks_per_sm = model.runs_as(cand, False, prob)[1]["min_blocks"]
+    assert blocks_per_sm == (3 if layout == "nt" else 4)
+    pred = model.predict(cand, 1023, 1021, 2047, 1, 1, GPU, aligned=False, problem=prob)
+    assert pred.waves == pytest.approx(pred.blocks / (GPU.sms * blocks_per_sm))
+    monkeypatch.setattr(model, "STAND_IN_OF_PROBLEM", False)  # the candidate's blocks per SM, as before
+    free = model.predict(cand, 1023, 1021, 2047, 1, 1, GPU, aligned=False, problem=prob)
+    assert free.waves == pytest.approx(free.blocks / (GPU.sms * 4))
+
+
+def test_the_heuristic_ranks_the_stand_ins_of_the_problem(monkeypatch):
+    """choose hands the model the problem the kernel sees: for an unaligned nt shape whose ranking
+    the stand-ins' blocks per SM change (2917x313x215x4 nt, no table: 128x64 x2 runs one block an
+    SM there, so its grid takes more waves than the candidate's two), the heuristic's pick is the
+    model's best for that problem, and the problem-free ranking would pick another."""
+    p = _unaligned(2917, 313, 215, "nt", 4)
+    assert not p.operands_aligned() and not heuristics.choice.should_repack(p)
+    mine = model.best(p.M, p.N, p.K, p.batch, GPU, aligned=False, problem=p)
+    free = model.best(p.M, p.N, p.K, p.batch, GPU, aligned=False)
+    assert (mine.candidate.label, mine.split_k) != (free.candidate.label, free.split_k)
+    c = heuristics.choose(p, GPU, IDENT)
+    assert (c.source, c.config, c.split_k) == ("heuristic", mine.candidate.config(), mine.split_k)
+    monkeypatch.setattr(model, "STAND_IN_OF_PROBLEM", False)
+    c = heuristics.choose(p, GPU, IDENT)
+    assert (c.config, c.split_k) == (free.candidate.config(), free.split_k)
+
+
+def test_a_stand_in_with_fewer_blocks_keeps_the_candidates_occupancy():
+    """The candidate's efficiency is its rate at its own blocks per SM: a stand-in that holds fewer
+    (nt on 4-byte copies) runs a lone block at the occupancy it has against the candidate's, so one
+    wave costs what the problem-free model says and only the number of waves changes."""
+    cand = next(c for c in space.SM90 if c.label == "128x64 w32x32 x2")
+    p = _unaligned(513, 255, 1023, "nt")  # 5 x 4 tiles: one wave either way
+    assert model.runs_as(cand, False, p)[1]["min_blocks"] == 1 < cand.blocks_per_sm()
+    mine = model.predict(cand, p.M, p.N, p.K, 1, 1, GPU, aligned=False, problem=p)
+    free = model.predict(cand, p.M, p.N, p.K, 1, 1, GPU, aligned=False)
+    assert mine.seconds == pytest.approx(free.seconds)
+    big = _unaligned(2049, 1023, 1023, "nt")  # 17 x 16 = 272 tiles: 3 waves of one block, 2 of two
+    mine = model.predict(cand, big.M, big.N, big.K, 1, 1, GPU, aligned=False, problem=big)
+    free = model.predict(cand, big.M, big.N, big.K, 1, 1, GPU, aligned=False)
+    assert (mine.waves, free.waves) == (pytest.approx(272 / 132), pytest.approx(272 / 264))
+    # per wave: a lone block at occupancy 1/2 (the square-root rule) against two sharing the SM
+    work, over = 2.0 * 128 * 64 * 1023 / (cand.efficiency * GPU.sm_flops), model.BLOCK_OVERHEAD_S
+    assert mine.seconds == pytest.approx(3 * (work / 0.5 ** model.OCCUPANCY_EXPONENT_UNALIGNED + over))
+    assert free.seconds == pytest.approx(2 * (2 * work + over))

@@ -161,7 +161,8 @@ def nearest_choice(p: Problem, gpu: model.Gpu, ident: dict, aligned: bool, *, al
                    a_transpose: bool = False) -> Choice | None:
     """Step 3: the tile the nearest tuned neighbours vote for, with the waves model's split-K for
     it at this shape; None without a usable neighbour. ``layout``: the neighbours' (default the
-    problem's)."""
+    problem's). ``aligned``: whether the kernel's operands are (``repack`` and ``a_transpose``
+    say what it sees)."""
     if NEAREST_ALIGNED_ONLY and not aligned:
         return None
     votes: dict = {}
@@ -182,9 +183,10 @@ def nearest_choice(p: Problem, gpu: model.Gpu, ident: dict, aligned: bool, *, al
     except Exception:  # the caller's overrides do not fit the neighbours' tile: the heuristic's turn
         return None
     cand = space.candidate_for(spec.id, cfg, gpu.cc)
+    seen = None if aligned else p.repacks(repack, a_transpose)[1]
     mine = model.rank(p.M, p.N, p.K, p.batch, gpu, allow_split=allow_workspace, candidates=[cand],
-                      aligned=aligned)[0]
-    best = model.best(p.M, p.N, p.K, p.batch, gpu, allow_split=allow_workspace, aligned=aligned)
+                      aligned=aligned, problem=seen)[0]
+    best = model.best(p.M, p.N, p.K, p.batch, gpu, allow_split=allow_workspace, aligned=aligned, problem=seen)
     if mine.seconds > NEAREST_MODEL_SLACK * best.seconds:
         return None
     return Choice(spec, cfg_run, mine.split_k, repack, "nearest", a_transpose)
@@ -251,8 +253,10 @@ def choose(p: Problem, gpu: model.Gpu, ident: dict, *, allow_workspace: bool = T
     if near is not None:
         return near
 
-    # 4. Heuristic.
-    best = model.best(M, N, K, batch, gpu, allow_split=allow_workspace, aligned=aligned)
+    # 4. Heuristic (on operands TMA cannot take, the model runs the stand-in the plan builds for the
+    # problem the kernel sees).
+    seen = None if aligned else p.repacks(repack, a_t)[1]
+    best = model.best(M, N, K, batch, gpu, allow_split=allow_workspace, aligned=aligned, problem=seen)
     spec = best.candidate.spec()
     cfg = with_config(spec, best.candidate.config(), config)
     return Choice(spec, cfg, best.split_k, repack, "heuristic", a_t)

@@ -59,6 +59,15 @@ OCCUPANCY_EXPONENT_UNALIGNED = 0.5
 # 14 and 7 of 139 choices it moves ran 0.906 -> 0.904 and 0.846 -> 0.937: not taken while one seed
 # is flat (docs/dispatch.md).
 EPILOGUE_EXPOSURE = 0.0
+# Unaligned problems (``aligned=False``) with the problem at hand: the model counts the blocks per
+# SM, the tile and the cluster rule of the kernel the plan then runs (s11's s10 stand-in for that
+# problem, ``runs_as``), not of the space's candidate. They differ where the stand-in depends on the
+# problem: an nt problem on 4-byte copies takes one block an SM fewer (s11_tma.NT_STAND_IN_FEWER_BLOCKS)
+# on 128x64 x2, 128x128 w32x64 x2, 32x64 x4 and 32x256 x2, which the model counted at the
+# candidate's blocks per SM (its efficiency stays the candidate's at the candidate's occupancy:
+# ``predict``). False: the candidate's (before 2026-12-04, ninth session). On the random seeds
+# and the suites it moves no choice; on 400 odd nt shapes 7 (docs/dispatch.md).
+STAND_IN_OF_PROBLEM = True
 
 
 @dataclass(frozen=True)
@@ -85,28 +94,44 @@ class Prediction:
         return 2.0 * M * N * K * batch / self.seconds / 1e12
 
 
+def runs_as(cand: space.Candidate, aligned: bool = True, problem=None):
+    """(spec, config) of the kernel the plan runs for ``cand``: the candidate itself; for operands
+    TMA cannot take (``aligned=False``) the stage's stand-in, for ``problem`` (the problem the
+    kernel sees) where given and STAND_IN_OF_PROBLEM, else its problem-free form."""
+    spec, cfg = cand.spec(), cand.config()
+    if aligned:
+        return spec, cfg
+    if problem is not None and STAND_IN_OF_PROBLEM:
+        return spec.fallback(cfg, problem) or (spec, cfg)
+    return spec.fallback_config(cfg)
+
+
 def predict(cand: space.Candidate, M: int, N: int, K: int, batch: int, split_k: int, gpu: Gpu, *,
-            cluster: bool = True, aligned: bool = True) -> Prediction:
+            cluster: bool = True, aligned: bool = True, problem=None, runs=None) -> Prediction:
     """``cluster=False``: as if every split wrote a workspace (the plans before split-K in a
-    cluster; on GPUs before sm_90 they all do). ``aligned=False``: operands TMA cannot take
-    (``in_cluster``)."""
-    bm, bn = cand.tile()
-    bps = cand.blocks_per_sm()
+    cluster; on GPUs before sm_90 they all do). ``aligned=False``: operands TMA cannot take: the
+    kernel is the stand-in ``runs_as`` gives (for ``problem``, the problem the kernel sees, where
+    given); ``runs``: that (spec, config), where the caller has it already."""
+    spec, cfg = runs if runs is not None else runs_as(cand, aligned, problem)
+    bm, bn = cfg["block_m"], cfg["block_n"]
+    bps = cfg.get("min_blocks", 1)
     k_len, s = k_slices(K, split_k)
     tiles = math.ceil(M / bm) * math.ceil(N / bn) * batch
     blocks = tiles * s
     capacity = gpu.sms * bps
     waves = blocks / capacity
     # Blocks sharing an SM in the first wave; fewer than bps get more of it each, but fewer warps
-    # hide less latency: the SM's rate falls like the square root of its occupancy.
+    # hide less latency: the SM's rate falls like the square root of its occupancy. The efficiency
+    # is the candidate's at its own blocks per SM: a stand-in holding fewer runs at that occupancy.
     resident = min(bps, math.ceil(blocks / gpu.sms))
-    eff = cand.efficiency * (1.0 if fits(cand, M, N) else OVERSIZED_EFFICIENCY)
-    sm_rate = eff * gpu.sm_flops * (resident / bps) ** (OCCUPANCY_EXPONENT if aligned else OCCUPANCY_EXPONENT_UNALIGNED)
+    eff = cand.efficiency * (1.0 if fits(cand, M, N, (bm, bn)) else OVERSIZED_EFFICIENCY)
+    occupancy = resident / max(bps, cand.blocks_per_sm())
+    sm_rate = eff * gpu.sm_flops * occupancy ** (OCCUPANCY_EXPONENT if aligned else OCCUPANCY_EXPONENT_UNALIGNED)
     per_block = 2.0 * bm * bn * max(k_len, 1) / (sm_rate / resident) + BLOCK_OVERHEAD_S
     if aligned and EPILOGUE_EXPOSURE:
         per_block += EPILOGUE_EXPOSURE * 4.0 * bm * bn * resident * gpu.sms / gpu.bandwidth
     seconds = math.ceil(waves) * per_block
-    if s > 1 and cluster and gpu.cc >= CLUSTER_MIN_CC and in_cluster(cand, M, N, s, aligned, batch, gpu.sms):
+    if s > 1 and cluster and gpu.cc >= CLUSTER_MIN_CC and _adds_in_cluster(spec, cfg, M, N, s, batch, gpu.sms):
         seconds += math.ceil(waves) * CLUSTER_REDUCE_S
         if blocks > capacity:
             seconds /= CLUSTER_MULTIWAVE_EFFICIENCY
@@ -116,16 +141,18 @@ def predict(cand: space.Candidate, M: int, N: int, K: int, batch: int, split_k: 
 
 
 def in_cluster(cand: space.Candidate, M: int, N: int, splits: int, aligned: bool = True, batch: int = 1,
-               sms: int = 0) -> bool:
+               sms: int = 0, problem=None) -> bool:
     """The plan adds the slices in a thread block cluster (s10 and s11: 2 slices on any grid, more
     where all the grid's clusters are resident on ``sms`` SMs; on sm_90: ``predict`` asks only
     there). H200: the workspace path's whole modelled cost (4096x512x2048: 12.7 us) is what the
     cluster saves. ``aligned=False``: the stage that runs operands TMA cannot take decides (s11
     hands them to s10's stand-in config, whose buffers do not hold the partial of three of the
-    space's tiles: the 128x128 x2 pair, 128x256 bk16)."""
-    spec, cfg = cand.spec(), cand.config()
-    if not aligned:
-        spec, cfg = spec.fallback_config(cfg)
+    space's tiles: the 128x128 x2 pair, 128x256 bk16), for ``problem`` where given (``runs_as``)."""
+    return _adds_in_cluster(*runs_as(cand, aligned, problem), M, N, splits, batch, sms)
+
+
+def _adds_in_cluster(spec, cfg, M, N, splits, batch, sms) -> bool:
+    """The stage's own rule (one cluster per tile of the kernel that runs)."""
     return spec.cluster_slices(cfg, splits, clusters=spec.tiles(cfg, M, N, batch), sms=sms)
 
 
@@ -142,27 +169,30 @@ def in_cluster(cand: space.Candidate, M: int, N: int, splits: int, aligned: bool
 OVERSIZED_EFFICIENCY = 0.8
 
 
-def fits(cand: space.Candidate, M: int, N: int) -> bool:
-    """The tile is no larger than the problem along M and N."""
-    bm, bn = cand.tile()
+def fits(cand: space.Candidate, M: int, N: int, tile: tuple[int, int] | None = None) -> bool:
+    """The tile (the candidate's, or ``tile``: the one that runs) is no larger than the problem
+    along M and N."""
+    bm, bn = tile or cand.tile()
     return bm <= M and bn <= N
 
 
 def rank(M: int, N: int, K: int, batch: int = 1, gpu: Gpu | None = None, *, allow_split: bool = True,
-         candidates=None, cluster: bool = True, aligned: bool = True) -> list[Prediction]:
+         candidates=None, cluster: bool = True, aligned: bool = True, problem=None) -> list[Prediction]:
     """Every candidate x split, best first (one prediction per distinct slice count).
     ``cluster=False``: no split is added in a cluster (model_fit.py: the measurements taken
-    before there was one). ``aligned=False``: operands TMA cannot take (``in_cluster``)."""
+    before there was one). ``aligned=False``: operands TMA cannot take, ``problem`` the one the
+    kernel sees (``predict``)."""
     gpu = gpu or Gpu()
     out = []
     for cand in candidates if candidates is not None else space.candidates(gpu.cc):
         if candidates is None and not space.applies(cand, M, N):
             continue
         seen = set()
-        for split in split_counts(cand, M, N, batch, gpu) if allow_split else (1,):
+        runs = runs_as(cand, aligned, problem)
+        for split in split_counts(cand, M, N, batch, gpu, runs[1]) if allow_split else (1,):
             if split > 1 and -(-K // split) < MIN_K_SLICE:
                 break
-            p = predict(cand, M, N, K, batch, split, gpu, cluster=cluster, aligned=aligned)
+            p = predict(cand, M, N, K, batch, split, gpu, cluster=cluster, aligned=aligned, runs=runs)
             if p.split_k in seen:
                 continue
             seen.add(p.split_k)
@@ -174,16 +204,17 @@ def rank(M: int, N: int, K: int, batch: int = 1, gpu: Gpu | None = None, *, allo
 WAVE_FITS = 4  # wave counts whose slice count split_counts adds
 
 
-def split_counts(cand: space.Candidate, M: int, N: int, batch: int, gpu: Gpu) -> list[int]:
+def split_counts(cand: space.Candidate, M: int, N: int, batch: int, gpu: Gpu, cfg: dict | None = None) -> list[int]:
     """The slice counts worth predicting for a tile, ascending: space.SPLITS, and the counts that
     fill 1..WAVE_FITS waves (the most slices whose T*S blocks still fit in w waves of SMs x
-    blocks per SM: 24 tiles of 128x256 on 132 SMs: 5, 11, 16, 22, where SPLITS has 4, 6, 12, 16)."""
-    bm, bn = cand.tile()
-    tiles = math.ceil(M / bm) * math.ceil(N / bn) * batch
-    capacity = gpu.sms * cand.blocks_per_sm()
+    blocks per SM: 24 tiles of 128x256 on 132 SMs: 5, 11, 16, 22, where SPLITS has 4, 6, 12, 16).
+    ``cfg``: the config that runs (``runs_as``), where not the candidate's."""
+    cfg = cfg or cand.config()
+    tiles = math.ceil(M / cfg["block_m"]) * math.ceil(N / cfg["block_n"]) * batch
+    capacity = gpu.sms * cfg.get("min_blocks", 1)
     fill = {w * capacity // tiles for w in range(1, WAVE_FITS + 1)}
     return sorted(set(space.SPLITS) | {s for s in fill if 2 <= s <= space.SPLITS[-1]})
 
 
-def best(M, N, K, batch=1, gpu=None, *, allow_split=True, cluster=True, aligned=True) -> Prediction:
-    return rank(M, N, K, batch, gpu, allow_split=allow_split, cluster=cluster, aligned=aligned)[0]
+def best(M, N, K, batch=1, gpu=None, *, allow_split=True, cluster=True, aligned=True, problem=None) -> Prediction:
+    return rank(M, N, K, batch, gpu, allow_split=allow_split, cluster=cluster, aligned=aligned, problem=problem)[0]
