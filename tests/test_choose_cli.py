@@ -1,0 +1,117 @@
+"""``gemmlab choose``: what stage="auto" picks for a shape on a GPU and why, read from the runtime
+(heuristics.choose, the tables, the waves model), never decided again; no GPU needed."""
+import json
+
+import pytest
+
+from gemmlab import cli, heuristics
+from gemmlab.analysis import choose
+from gemmlab.heuristics import choice, model, space, table
+from gemmlab.jit.compiler import compiler_version
+from gemmlab.problem import Problem
+from gemmlab.stages import get
+
+H200 = model.Gpu(sms=132, cc=90)
+IDENT = table.identity("NVIDIA H200", "sm_90", compiler_version())
+
+# one shape per step of the choice (on the shipped H200 table): the model on 4-byte copies, a
+# tuned bucket (unaligned, batched), the nearest neighbours, a repacked problem, skinny, tensor cores
+CASES = [(1697, 171, 1055, 1, "nt", "ieee"), (333, 555, 777, 8, "tt", "ieee"), (4096, 768, 768, 1, "nn", "ieee"),
+         (3333, 1111, 2222, 1, "nt", "ieee"), (16, 4096, 4096, 1, "nn", "ieee"), (1024, 1024, 1024, 1, "nn", "tf32")]
+
+
+def run(capsys, *args):
+    try:
+        code = cli.main([str(a) for a in args])
+    except SystemExit as e:
+        code = e.code
+    cap = capsys.readouterr()
+    return code, cap.out, cap.err
+
+
+def _runtime(M, N, K, batch, layout, precision):
+    p = Problem.dense(M, N, K, layout, batch, a_ptr=1 << 40, b_ptr=2 << 40, d_ptr=3 << 40)
+    return p, heuristics.choose(p, H200, IDENT, precision=precision)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}x{c[1]}x{c[2]}x{c[3]} {c[4]} {c[5]}" for c in CASES])
+def test_the_report_is_the_runtimes_choice(case):
+    M, N, K, batch, layout, precision = case
+    p, c = _runtime(*case)
+    rep = choose.report(M, N, K, batch, layout, precision=precision)
+    assert {k: v for k, v in rep["choice"].items() if k != "label"} == c.describe()
+    step = rep["why"]["step"]
+    if c.spec.id in ("s12", "s13"):
+        assert step == "tensor cores"
+    else:
+        assert step == c.source
+    if step == "tuned":  # the entry the runtime read, with what it measured
+        seen = p.repacks(c.repack, c.a_transpose)[1]
+        e = table.lookup(IDENT, M, N, K, batch, seen.layout, seen.operands_aligned() or c.repack)
+        assert rep["why"]["entry"]["time_us"] == pytest.approx(1e3 * e["time_ms"], abs=0.05)
+        assert (e["stage"], get(e["stage"]).config(e.get("config") or {})) == (c.spec.id, c.config)
+    if step == "nearest":  # the neighbours that voted, nearest first, and the tile is one of theirs
+        near = rep["why"]["neighbours"]
+        assert near and [n["distance"] for n in near] == sorted(n["distance"] for n in near)
+        assert any(get(n["stage"]).config(n["config"]) == c.config for n in near)
+    # operands TMA cannot take: the plan's stand-in, on 4-byte copies
+    if c.spec.aligned_path and not p.repacks(c.repack, c.a_transpose)[1].operands_aligned():
+        assert rep["runs"]["stage"] == "s10"
+        assert rep["runs"]["config"] == dict(c.spec.fallback(c.config, p)[1])
+    else:
+        assert rep["runs"] is None
+    # the model's ranking marks the pick, once, with the model's own time for it
+    if step in ("tuned", "nearest", "heuristic") and c.spec.id in {x.stage for x in space.SM90}:
+        chosen = [r for r in rep["ranking"] if r["chosen"]]
+        assert len(chosen) == 1 and chosen[0]["split_k"] == c.split_k
+        aligned = p.operands_aligned() or c.repack
+        mine = model.predict(space.candidate_for(c.spec.id, c.config), M, N, K, batch, c.split_k, H200,
+                             aligned=aligned, problem=None if aligned else p)
+        assert chosen[0]["us"] == pytest.approx(mine.seconds * 1e6, abs=0.05)
+        best = model.best(M, N, K, batch, H200, aligned=aligned, problem=None if aligned else p)
+        assert rep["ranking"][0]["us"] == pytest.approx(best.seconds * 1e6, abs=0.05)
+
+
+def test_the_steps_that_decided_are_all_covered():
+    steps = {choose.report(*c[:5], precision=c[5])["why"]["step"] for c in CASES}
+    assert steps == {"tuned", "nearest", "heuristic", "skinny", "tensor cores"}
+
+
+def test_the_heuristics_reason_follows_the_rules(monkeypatch):
+    """Why no neighbour: 4-byte problems take none (NEAREST_ALIGNED_ONLY); with that rule off the
+    reason is what the table holds."""
+    assert "4-byte copies take no neighbour" in choose.report(1697, 171, 1055, 1, "nt")["why"]["detail"]
+    assert "within 1 octave" in choose.report(3333, 1111, 2222, 1, "nt")["why"]["detail"]
+    monkeypatch.setattr(choice, "NEAREST_MODEL_SLACK", 0.0)  # every neighbour's tile is refused
+    rep = choose.report(4096, 768, 768, 1, "nn")
+    assert rep["why"]["step"] == "heuristic"
+    assert "more than 0x the model's best" in rep["why"]["detail"]
+
+
+def test_the_command_prints_each_entry_and_its_json(capsys):
+    code, out, err = run(capsys, "choose", "1697x171x1055:nt,333x555x777x8:tt,4096x768x768", "--top", "2")
+    assert code == 0 and err == ""
+    blocks = out.strip().split("\n\n")
+    heads = [b.splitlines()[0].split(",")[0] for b in blocks]
+    assert heads == ["1697x171x1055 nt", "333x555x777x8 tt", "4096x768x768 nn"]
+    assert "  <- auto" in blocks[0] and "runs: s10 64x64" in blocks[0]
+    code, out, _ = run(capsys, "choose", "1697x171x1055", "--layout", "nt", "--json")
+    rep = json.loads(out)[0]
+    assert code == 0 and rep["layout"] == "nt" and rep["choice"] == choose.report(1697, 171, 1055, 1, "nt")["choice"]
+    code, out, _ = run(capsys, "choose", "64x64x64", "--gpu", "Some GPU", "--arch", "sm_80", "--sms", "108", "--json")
+    rep = json.loads(out)[0]
+    assert code == 0 and rep["choice"]["stage"] == "s10" and rep["why"]["step"] == "heuristic"  # no table: the model
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["12x3"], "SPEC: '12x3' is not a shape"),
+    (["64x64x64:xy"], "layout 'xy' is not one of nn, nt, tn, tt"),
+    (["nosuch"], "unknown suite 'nosuch'"),
+    (["64x64x64", "--sms", "0"], "--sms 0"),
+    (["64x64x64", "--top", "x"], "--top 'x'"),
+    (["64x64x64", "--arch", "90"], "--arch '90': expected sm_NN"),
+])
+def test_bad_arguments_are_one_line_naming_the_argument(capsys, args, needle):
+    code, out, err = run(capsys, "choose", *args)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert err.startswith("gemmlab: ") and needle in err, err
