@@ -50,6 +50,9 @@ def test_the_report_is_the_runtimes_choice(case):
         e = table.lookup(IDENT, M, N, K, batch, seen.layout, seen.operands_aligned() or c.repack)
         assert rep["why"]["entry"]["time_us"] == pytest.approx(1e3 * e["time_ms"], abs=0.05)
         assert (e["stage"], get(e["stage"]).config(e.get("config") or {})) == (c.spec.id, c.config)
+        measured = rep["why"]["entry"]["measured"]  # the tuner's shortlist, fastest first: its pick leads
+        assert len(measured) > 1 and measured[0][2] == rep["why"]["entry"]["time_us"]
+        assert [m[2] for m in measured] == sorted(m[2] for m in measured)
     if step == "nearest":  # the neighbours that voted, nearest first, and the tile is one of theirs
         near = rep["why"]["neighbours"]
         assert near and [n["distance"] for n in near] == sorted(n["distance"] for n in near)

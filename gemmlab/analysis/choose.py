@@ -10,6 +10,7 @@ the runtime's, read, never re-decided.
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from ..heuristics import choice as choice_mod
@@ -18,6 +19,7 @@ from ..heuristics.tensor_core import TENSOR_CORE_STAGES
 from ..problem import Problem
 
 H200 = {"gpu": "NVIDIA H200", "arch": "sm_90", "sms": 132}
+_SPLIT_NOTE = re.compile(r" split \d+| \[.*\]")  # a shortlist label's split and note, printed apart
 
 
 def _label(stage: str, config: dict, cc: int) -> str:
@@ -35,6 +37,10 @@ def _entry_summary(e: dict) -> dict:
     return {"shape": list(e.get("shape") or [])[:4], "layout": e.get("layout"), "stage": e.get("stage"),
             "config": e.get("config") or {}, "split_k": int(e.get("split_k", 1)),
             "time_us": round(1e3 * float(e.get("time_ms", 0.0)), 1), "tuned": e.get("tuned"),
+            "cublas_us": round(1e3 * float(e["cublas_ms"]), 1) if e.get("cublas_ms") else None,
+            # what the tuner timed, fastest first: (its label, split-K, us)
+            "measured": sorted(([str(c[0]), int(c[1]), round(1e3 * float(c[2]), 1)] for c in e.get("candidates") or []
+                                if len(c) >= 3 and float(c[2]) > 0), key=lambda c: c[2]),
             "source": Path(e["_source"]).name if e.get("_source") else None}
 
 
@@ -116,8 +122,12 @@ def format_text(rep: dict) -> str:
     why = rep["why"]
     if why.get("step") == "tuned":
         e = why["entry"]
+        cublas = f", cuBLAS {e['cublas_us']} us" if e["cublas_us"] else ""
         lines.append(f"  why: tuned; bucket {tuple(why['bucket'])} in {e['layout']}, measured {e['time_us']} us at "
-                     f"{'x'.join(map(str, e['shape']))} ({e['tuned']}, {e['source']})")
+                     f"{'x'.join(map(str, e['shape']))}{cublas} ({e['tuned']}, {e['source']})")
+        if len(e["measured"]) > 1:
+            lines.append("  the tuner's shortlist, fastest first (us): " +
+                         " | ".join(f"{_SPLIT_NOTE.sub('', lab)} split {k} {us}" for lab, k, us in e["measured"][:4]))
     elif why.get("step") == "nearest":
         lines.append(f"  why: nearest; no tuned bucket, {len(why['neighbours'])} tuned neighbour(s) within "
                      f"{table.NEAREST_RADIUS:g} octave(s) voted:")
