@@ -8,8 +8,10 @@ instantiation the plan would build (for a 255x257x259 problem: every operand una
 counts its local-memory traffic: the stack frame, STL and LDL, and those in the K loop (the main
 loop and, where it sits in another loop, the loop around it: each costs every K step). ``local_bytes`` of the cubin stays 0 when the spills go to the stack
 frame, so the compile tests' check of it does not see them. ``--aligned``: the s11 kernels of
-aligned problems instead (TMA), the same way.
-    python3 scripts/s10_spill_scan.py [--layouts nn,nt,tn,tt] [--jobs N] [--aligned]"""
+aligned problems instead (TMA), the same way. ``--loop``: a line for every instantiation of split
+1 instead, with its registers, stack bytes and the size of its K loop (instructions, FFMAs, copies:
+what a change of the copy paths adds or removes; docs/stages/s10-s11.md, the M/N edge mask).
+    python3 scripts/s10_spill_scan.py [--layouts nn,nt,tn,tt] [--jobs N] [--aligned] [--loop]"""
 from __future__ import annotations
 
 import sys
@@ -55,13 +57,16 @@ def instantiations(layouts, aligned=False):
 
 
 def spills(spec, cfg, variant) -> dict:
-    """registers, stack bytes, STL and LDL in the kernel and in its K loop."""
+    """registers, stack bytes, STL and LDL in the kernel and in its K loop; the K loop's size,
+    FFMAs and copies (LDGSTS for s10, UTMALDG for s11)."""
     ck = kernel_for(spec, cfg, variant, "sm_90")
     res = sass.resources(ck.cubin)
     insns = sass.instructions(ck.cubin)
     ops, loop = sass.opcodes(insns), sass.opcodes(sass.k_loop(insns))
     return {"kernel": ck.name, "registers": res["registers"], "stack": res.get("stack_bytes", 0),
-            "stl": ops.get("STL", 0), "ldl": ops.get("LDL", 0), "loop": loop.get("STL", 0) + loop.get("LDL", 0)}
+            "stl": ops.get("STL", 0), "ldl": ops.get("LDL", 0), "loop": loop.get("STL", 0) + loop.get("LDL", 0),
+            "loop_insns": sum(loop.values()), "loop_ffma": loop.get("FFMA", 0),
+            "loop_copies": loop.get("LDGSTS", 0) + loop.get("UTMALDG", 0)}
 
 
 def main():
@@ -70,8 +75,16 @@ def main():
         layouts = tuple(sys.argv[sys.argv.index("--layouts") + 1].split(","))
     jobs = int(sys.argv[sys.argv.index("--jobs") + 1]) if "--jobs" in sys.argv else 2
     todo = instantiations(layouts, aligned="--aligned" in sys.argv)
+    if "--loop" in sys.argv:
+        todo = [j for j in todo if j[2] == 1]
     with ThreadPoolExecutor(jobs) as ex:
         found = list(ex.map(lambda j: spills(*j[3:]), todo))
+    if "--loop" in sys.argv:
+        print(f"{'space tile':28} {'lay':3} {'regs':>4} {'stack':>5} {'K loop':>6} {'FFMA':>5} {'copies':>6}")
+        for (label, lay, *_), f in zip(todo, found):
+            print(f"{label:28} {lay:3} {f['registers']:4} {f['stack']:5} {f['loop_insns']:6} {f['loop_ffma']:5} "
+                  f"{f['loop_copies']:6}")
+        return
     bad = [(j, f) for j, f in zip(todo, found) if f["stack"] or f["stl"] or f["ldl"]]
     print(f"{'space tile':28} {'lay':3} {'split':5} {'min_blocks':>10} {'regs':>4} {'stack':>5} {'STL':>4} {'LDL':>4} {'in K loop':>9}")
     for (label, lay, splits, _, cfg, _), f in bad:
