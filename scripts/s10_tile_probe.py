@@ -13,7 +13,7 @@ whose s10 builds compile spill-free at block_k 16 (at block_k 8 they spill: 88 a
 import sys
 
 from gemmlab.bench.candidates import Operands
-from probe_common import compile_first, cublas_us, event_timer, run_checked
+from probe_common import compile_first, cublas_us, event_timer, run_checked, tile
 
 t = event_timer(target_seconds=0.1, max_seconds=1.0, min_reps=10, max_reps=300)
 SHAPES = [(333, 555, 777, "tt", 8), (257, 4001, 999, "nt", 1), (255, 255, 255, "nt", 32), (777, 555, 333, "tt", 1),
@@ -42,12 +42,9 @@ SMALL_K_CONFIGS = {
 }
 W64X32_CONFIGS = {
     "64x64 s3 mb3": SMALL_K_CONFIGS["64x64 s3 mb3"],
-    "128x64 w64x32 bk16 s4 mb2": {"block_m": 128, "block_n": 64, "warp_m": 64, "warp_n": 32, "block_k": 16, "stages": 4,
-                                  "min_blocks": 2},
-    "128x64 w64x32 bk16 s3 mb3": {"block_m": 128, "block_n": 64, "warp_m": 64, "warp_n": 32, "block_k": 16, "stages": 3,
-                                  "min_blocks": 3},
-    "64x128 w64x32 bk16 s3 mb3": {"block_m": 64, "block_n": 128, "warp_m": 64, "warp_n": 32, "block_k": 16, "stages": 3,
-                                  "min_blocks": 3},
+    "128x64 w64x32 bk16 s4 mb2": tile(128, 64, 64, 32, 2, bk=16, stages=4),
+    "128x64 w64x32 bk16 s3 mb3": tile(128, 64, 64, 32, 3, bk=16, stages=3),
+    "64x128 w64x32 bk16 s3 mb3": tile(64, 128, 64, 32, 3, bk=16, stages=3),
 }
 
 
