@@ -203,13 +203,19 @@ for what in "$@"; do
     variants-next)
       # docs/dispatch.md, "The model predicts the stand-in the plan runs": the problem-free model
       # (stand_in_free) on the odd nt shapes whose choice it changes and on seed 18; epilogue2
-      # again; 64x64 x3 and the other mid tiles at the held-out shapes with K <= 768; s10 tiles of
-      # 64x32 warps on the unaligned shapes of s10-small-k.
+      # again; the nearest bound of before (slack130) there and on the suite shapes it moves; 64x64
+      # x3 and the other mid tiles at the held-out shapes with K <= 768; s10 tiles of 64x32 warps on
+      # the unaligned shapes of s10-small-k.
       step "model variants: stand_in_free, epilogue2 (seeds 16, 18 and 7 odd nt shapes)"
       (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 400 python3 model_variant_probe.py --random 120 --seed 18 \
-        --variants as_is,stand_in_free,epilogue2 2917 313 215 nt 4 95 2393 209 nt 16 75 2507 3791 nt 1 \
+        --variants as_is,stand_in_free,epilogue2,slack130 2917 313 215 nt 4 95 2393 209 nt 16 75 2507 3791 nt 1 \
         1371 129 131 nt 16 71 1749 1557 nt 16 1125 157 341 nt 4 75 3551 1179 nt 1 2>&1 | grep -v -i warn \
         | tee "$RES/variants-next-18.txt" | tail -5)
+      step "the nearest bound (1.15 against 1.3) on the suite shapes it moves"
+      (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 150 python3 model_variant_probe.py --variants as_is,slack130 \
+        4096 768 768 nn 1 4096 768 768 nt 1 4096 3072 768 nn 1 4096 3072 768 nt 1 4096 3072 768 tt 1 \
+        1400 1400 1400 tt 1 2560 2560 640 tt 1 3071 1535 767 tn 1 2>&1 | grep -v -i warn \
+        | tee "$RES/variants-next-suites.txt" | tail -4)
       step "mid tiles at the held-out shapes with K <= 768"
       (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 150 python3 small_tile_probe.py \
         --shapes 4096x768x768:nn,4096x2304x768:nn,2560x2560x640:nn 2>&1 | grep -v -i warn \

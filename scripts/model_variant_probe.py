@@ -51,6 +51,8 @@ VARIANTS = {
     "occ_unaligned25": ((model, "OCCUPANCY_EXPONENT_UNALIGNED", 0.25),),
     # no tuned neighbour's tile (step 3 of heuristics/choice.py): the waves model decides
     "nearest_off": ((choice, "NEAREST_MODEL_SLACK", 0.0),),
+    # a neighbour's tile kept up to 1.3x the model's best here (before 2026-12-04, tenth session; 1.15 since)
+    "slack130": ((choice, "NEAREST_MODEL_SLACK", 1.3),),
     # s10's stand-in for nt on 4-byte copies at the tile's min_blocks (before 2026-12-04's rule), and
     # without the fragment prefetch where the stand-in has 128 registers a thread or fewer
     "nt_blocks_kept": ((s11_tma, "NT_STAND_IN_FEWER_BLOCKS", False),),

@@ -15,9 +15,11 @@ H200 = model.Gpu(sms=132, cc=90)
 IDENT = table.identity("NVIDIA H200", "sm_90", compiler_version())
 
 # one shape per step of the choice (on the shipped H200 table): the model on 4-byte copies, a
-# tuned bucket (unaligned, batched), the nearest neighbours, a repacked problem, skinny, tensor cores
-CASES = [(1697, 171, 1055, 1, "nt", "ieee"), (333, 555, 777, 8, "tt", "ieee"), (4096, 768, 768, 1, "nn", "ieee"),
-         (3333, 1111, 2222, 1, "nt", "ieee"), (16, 4096, 4096, 1, "nn", "ieee"), (1024, 1024, 1024, 1, "nn", "tf32")]
+# tuned bucket (unaligned, batched), the nearest neighbours, the model where it refuses their tile,
+# a repacked problem, skinny, tensor cores
+CASES = [(1697, 171, 1055, 1, "nt", "ieee"), (333, 555, 777, 8, "tt", "ieee"), (1500, 1500, 1500, 1, "nn", "ieee"),
+         (4096, 768, 768, 1, "nn", "ieee"), (3333, 1111, 2222, 1, "nt", "ieee"), (16, 4096, 4096, 1, "nn", "ieee"),
+         (1024, 1024, 1024, 1, "nn", "tf32")]
 
 
 def run(capsys, *args):
@@ -85,18 +87,20 @@ def test_the_heuristics_reason_follows_the_rules(monkeypatch):
     reason is what the table holds."""
     assert "4-byte copies take no neighbour" in choose.report(1697, 171, 1055, 1, "nt")["why"]["detail"]
     assert "within 1 octave" in choose.report(3333, 1111, 2222, 1, "nt")["why"]["detail"]
+    # 4096x512x512's 64x256 is 1.23x the model's best at 4096x768x768
+    assert "more than 1.15x the model's best" in choose.report(4096, 768, 768, 1, "nn")["why"]["detail"]
     monkeypatch.setattr(choice, "NEAREST_MODEL_SLACK", 0.0)  # every neighbour's tile is refused
-    rep = choose.report(4096, 768, 768, 1, "nn")
+    rep = choose.report(1500, 1500, 1500, 1, "nn")
     assert rep["why"]["step"] == "heuristic"
     assert "more than 0x the model's best" in rep["why"]["detail"]
 
 
 def test_the_command_prints_each_entry_and_its_json(capsys):
-    code, out, err = run(capsys, "choose", "1697x171x1055:nt,333x555x777x8:tt,4096x768x768", "--top", "2")
+    code, out, err = run(capsys, "choose", "1697x171x1055:nt,333x555x777x8:tt,1500x1500x1500", "--top", "2")
     assert code == 0 and err == ""
     blocks = out.strip().split("\n\n")
     heads = [b.splitlines()[0].split(",")[0] for b in blocks]
-    assert heads == ["1697x171x1055 nt", "333x555x777x8 tt", "4096x768x768 nn"]
+    assert heads == ["1697x171x1055 nt", "333x555x777x8 tt", "1500x1500x1500 nn"]
     assert "  <- auto" in blocks[0] and "runs: s10 64x64" in blocks[0]
     code, out, _ = run(capsys, "choose", "1697x171x1055", "--layout", "nt", "--json")
     rep = json.loads(out)[0]
