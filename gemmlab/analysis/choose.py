@@ -94,9 +94,13 @@ def report(M: int, N: int, K: int, batch: int = 1, layout: str = "nn", *, gpu_na
         if run is not None:
             out["runs"] = {"stage": run[0].id, "config": dict(run[1]), "why": "operands TMA cannot take: 4-byte copies"}
     if c.source in ("tuned", "nearest", "heuristic") and c.spec.id in {cand.stage for cand in space.candidates(gpu.cc)}:
-        ranked = model.rank(M, N, K, batch, gpu, aligned=aligned, problem=None if aligned else seen)
+        # ranked as choose ranks: aligned where the operands are or are repacked, else the stand-in
+        # for the problem the kernel sees
+        model_aligned = p.operands_aligned() or c.repack
+        stand_in = choice_mod.stand_in_problem(p, model_aligned, c.repack, c.a_transpose)
+        ranked = model.rank(M, N, K, batch, gpu, aligned=model_aligned, problem=stand_in)
         mine = model.rank(M, N, K, batch, gpu, candidates=[space.candidate_for(c.spec.id, c.config, gpu.cc)],
-                          aligned=aligned, problem=None if aligned else seen)
+                          aligned=model_aligned, problem=stand_in)
         def is_pick(r):
             return r.candidate.config() == c.config and r.split_k == c.split_k
 

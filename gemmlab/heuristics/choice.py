@@ -138,7 +138,7 @@ def _tuned_with_transpose(p: Problem, ident: dict, aligned: bool, layout: str, a
     return (seen, True) if faster else (own, False)
 
 
-def _stand_in_problem(p: Problem, aligned: bool, repack: bool, a_transpose: bool) -> Problem | None:
+def stand_in_problem(p: Problem, aligned: bool, repack: bool, a_transpose: bool) -> Problem | None:
     """The problem the kernel sees (after the plan's copies), for the waves model to run the stand-in
     the plan builds for it (``model.runs_as``) where the operands are unaligned; None where aligned."""
     return None if aligned else p.repacks(repack, a_transpose)[1]
@@ -194,7 +194,7 @@ def nearest_choice(p: Problem, gpu: model.Gpu, ident: dict, aligned: bool, *, al
     except Exception:  # the caller's overrides do not fit the neighbours' tile: the heuristic's turn
         return None
     cand = space.candidate_for(spec.id, cfg, gpu.cc)
-    seen = _stand_in_problem(p, aligned, repack, a_transpose)
+    seen = stand_in_problem(p, aligned, repack, a_transpose)
     mine = model.rank(p.M, p.N, p.K, p.batch, gpu, allow_split=allow_workspace, candidates=[cand],
                       aligned=aligned, problem=seen)[0]
     best = model.best(p.M, p.N, p.K, p.batch, gpu, allow_split=allow_workspace, aligned=aligned, problem=seen)
@@ -267,7 +267,7 @@ def choose(p: Problem, gpu: model.Gpu, ident: dict, *, allow_workspace: bool = T
     # 4. Heuristic (on operands TMA cannot take, the model runs the stand-in the plan builds for the
     # problem the kernel sees).
     best = model.best(M, N, K, batch, gpu, allow_split=allow_workspace, aligned=aligned,
-                      problem=_stand_in_problem(p, aligned, repack, a_t))
+                      problem=stand_in_problem(p, aligned, repack, a_t))
     spec = best.candidate.spec()
     cfg = with_config(spec, best.candidate.config(), config)
     return Choice(spec, cfg, best.split_k, repack, "heuristic", a_t)

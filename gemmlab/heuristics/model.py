@@ -141,14 +141,15 @@ def predict(cand: space.Candidate, M: int, N: int, K: int, batch: int, split_k: 
 
 
 def in_cluster(cand: space.Candidate, M: int, N: int, splits: int, aligned: bool = True, batch: int = 1,
-               sms: int = 0, problem=None) -> bool:
+               sms: int = 0) -> bool:
     """The plan adds the slices in a thread block cluster (s10 and s11: 2 slices on any grid, more
     where all the grid's clusters are resident on ``sms`` SMs; on sm_90: ``predict`` asks only
     there). H200: the workspace path's whole modelled cost (4096x512x2048: 12.7 us) is what the
     cluster saves. ``aligned=False``: the stage that runs operands TMA cannot take decides (s11
     hands them to s10's stand-in config, whose buffers do not hold the partial of three of the
-    space's tiles: the 128x128 x2 pair, 128x256 bk16), for ``problem`` where given (``runs_as``)."""
-    return _adds_in_cluster(*runs_as(cand, aligned, problem), M, N, splits, batch, sms)
+    space's tiles: the 128x128 x2 pair, 128x256 bk16; ``predict`` asks the stand-in for the
+    problem, ``runs_as``)."""
+    return _adds_in_cluster(*runs_as(cand, aligned), M, N, splits, batch, sms)
 
 
 def _adds_in_cluster(spec, cfg, M, N, splits, batch, sms) -> bool:
