@@ -204,8 +204,8 @@ for what in "$@"; do
       # docs/dispatch.md, "The model predicts the stand-in the plan runs": the problem-free model
       # (stand_in_free) on the odd nt shapes whose choice it changes and on seed 18; epilogue2
       # again; the nearest bound of before (slack130) there and on the suite shapes it moves; 64x64
-      # x3 and the other mid tiles at the held-out shapes with K <= 768; s10 tiles of 64x32 warps on
-      # the unaligned shapes of s10-small-k.
+      # x3 and the other mid tiles at the held-out shapes with K <= 768. (probes-next: the rest, in
+      # a second call: one call runs 10 minutes at most.)
       step "model variants: stand_in_free, epilogue2 (seeds 16, 18 and 7 odd nt shapes)"
       (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 400 python3 model_variant_probe.py --random 120 --seed 18 \
         --variants as_is,stand_in_free,epilogue2,slack130 2917 313 215 nt 4 95 2393 209 nt 16 75 2507 3791 nt 1 \
@@ -219,7 +219,14 @@ for what in "$@"; do
       step "mid tiles at the held-out shapes with K <= 768"
       (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 150 python3 small_tile_probe.py \
         --shapes 4096x768x768:nn,4096x2304x768:nn,2560x2560x640:nn 2>&1 | grep -v -i warn \
-        | tee "$RES/small-tile-heldout.txt" | tail -8)
+        | tee "$RES/small-tile-heldout.txt" | tail -8) ;;
+    probes-next)
+      # docs/stages/s10-s11.md, "moving the edge blocks inside" (edge_shift: same choices, other
+      # kernels; run `tests` first: test_gpu_s10_edge_shift), and the tiles of 64x32 warps.
+      step "s10's edge blocks moved inside the 4-byte operands (edge_shift) against the runtime: seed 16 and the own suite"
+      (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 300 python3 model_variant_probe.py --random 120 --seed 16 --own \
+        --variants as_is,edge_shift 333 555 777 tt 8 492 109 137 tn 32 455 97 743 nn 32 255 255 255 nt 32 \
+        2>&1 | grep -v -i warn | tee "$RES/variants-edge-shift-16.txt" | tail -4)
       step "s10 with 64x32 warps (8x8 outputs a thread, as cuBLAS's 4-byte kernels) on the unaligned shapes s10 lost most"
       (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 200 python3 s10_tile_probe.py --w64x32 2>&1 | grep -v -i warn \
         | tee "$RES/s10-w64x32.txt" | tail -12) ;;

@@ -118,10 +118,11 @@ def test_vec_per_operand_variants():
     # nt: both rows are K long, a misaligned base parts them; a K-major operand keeps no 16-byte copies alone
     assert S10.variant(cfg, dense(64, 64, 64, "nt", a_off=1)) == {"vec": 0, "a_k_major": 1, "b_n_major": 0}
     # the template takes the two sizes apart (..., stages, A_VEC, B_VEC, A_K_MAJOR, B_N_MAJOR, TRANSPOSE_IN,
-    # FRAG_PREFETCH, CLUSTER_K>); a fully 16-byte variant never transposes
+    # FRAG_PREFETCH, CLUSTER_K, EDGE_SHIFT>); a fully 16-byte variant never transposes
     assert S10.template(cfg, {"vec": 0, "a_k_major": 0, "b_n_major": 1, "a_vec": 1}).endswith(
-        ", 3, true, false, false, true, true, false, 1>")
-    assert S10.template(cfg, {"vec": 1, "a_k_major": 1, "b_n_major": 1}).endswith(", 3, true, true, true, true, false, false, 1>")
+        ", 3, true, false, false, true, true, false, 1, false>")
+    assert S10.template(cfg, {"vec": 1, "a_k_major": 1, "b_n_major": 1}).endswith(
+        ", 3, true, true, true, true, false, false, 1, false>")
     mixed = [v for v in S10.variants(cfg) if len(v) == 4]
     assert [(v["a_k_major"], v["b_n_major"], next(k for k in v if k.endswith("_vec") and k != "vec")) for v in mixed] \
         == list(s10_cp_async.ONE_OPERAND_VEC)
@@ -1091,3 +1092,116 @@ def test_the_s10_stand_in_of_an_nt_problem_on_4_byte_copies(monkeypatch):
     assert s11_tma.s10_config_for(by["128x64 w32x32 x2"].config(), aligned) == plain("128x64 w32x32 x2")
     monkeypatch.setattr(s11_tma, "NT_STAND_IN_FEWER_BLOCKS", False)
     assert stand_in("128x64 w32x32 x2", "nt") == plain("128x64 w32x32 x2")
+
+
+# ---- s10 edge_shift: M/N edge blocks moved inside an operand on 4-byte copies ---------------------
+def test_edge_shift_is_0_or_1_named_and_given_to_the_stand_in(monkeypatch):
+    """``edge_shift`` is 0 or 1, the template's last argument, named (es1) only where on; s11's
+    stand-in takes it with STAND_IN_EDGE_SHIFT where an operand is on 4-byte copies (one or both),
+    never on 16-byte copies, and not at all with the knob off (the runtime's setting today)."""
+    from gemmlab.heuristics import space
+
+    with pytest.raises(ConfigError, match="edge_shift=2 must be 0 or 1"):
+        S10.config({"edge_shift": 2})
+    v = {"vec": 0, "a_k_major": 1, "b_n_major": 0}
+    on, off = S10.config({"edge_shift": 1}), S10.default_config
+    assert S10.template(on, v).endswith(", true>") and S10.template(off, v).endswith(", false>")
+    assert "_es1_" in S10.kernel_name(on, v) and "_es" not in S10.kernel_name(off, v)
+    tile = {c.label: c for c in space.SM90}["64x128 w32x64 x2"].config()
+    problems = {"both 4-byte": dense(255, 257, 259, "nn"), "one 4-byte": dense(332, 555, 777, "tn"),
+                "16-byte": dense(256, 256, 256, "nn")}
+    assert len(S10.variant(s11_tma.s10_config_for(tile), problems["one 4-byte"])) == 4  # a_vec or b_vec
+    assert not s11_tma.STAND_IN_EDGE_SHIFT
+    for name, p in problems.items():
+        assert s11_tma.s10_config_for(tile, p)["edge_shift"] == 0, name
+    monkeypatch.setattr(s11_tma, "STAND_IN_EDGE_SHIFT", True)
+    got = {name: s11_tma.s10_config_for(tile, p)["edge_shift"] for name, p in problems.items()}
+    assert got == {"both 4-byte": 1, "one 4-byte": 1, "16-byte": 0}
+    nt = s11_tma.s10_config_for({c.label: c for c in space.SM90}["128x64 w32x32 x2"].config(), dense(255, 257, 259, "nt"))
+    assert nt["edge_shift"] == 1 and nt["min_blocks"] == 1  # with the nt rule's block an SM fewer
+
+
+# The stand-ins with the fewest registers to spare (scripts/s10_spill_scan.py): 128x256 and 256x128
+# ku4 nt at 244-255 registers, in a cluster too; 128x64 x2 and 64x64 x3, which spill a little already.
+EDGE_SHIFT_TIGHT = [("128x256 w64x64 ku4", "nt", 1), ("128x256 w64x64 ku4", "nt", 2), ("256x128 w64x64 ku4", "nt", 2),
+                    ("128x64 w32x32 x2", "tn", 1), ("128x64 w32x32 x2", "nn", 1), ("64x64 w32x32 x3", "nt", 1),
+                    ("64x128 w32x64 x2", "tt", 4)]
+
+
+@pytest.mark.parametrize("label,layout,splits", EDGE_SHIFT_TIGHT)
+def test_edge_shift_spills_no_more_than_without(monkeypatch, label, layout, splits):
+    """The moved origins and the epilogue's skipped rows cost no registers through the K loop: on
+    the tightest stand-ins the kernel with edge_shift has no larger stack frame and no more local
+    loads and stores than the one without (the first form, with 64-bit bounds in the epilogue and
+    the moved origin kept through the loop, spilled 32-40 local ops a K step at 128x256 ku4 nt)."""
+    from gemmlab.analysis import sass
+    from gemmlab.heuristics import space
+    from gemmlab.plan import kernel_for
+
+    cand = {c.label: c for c in space.SM90}[label]
+    kw = {"splits": splits, "k_split": 128} if splits > 1 else {}
+    p = Problem.dense(255, 257, 259, layout, 1, a_ptr=1 << 40, b_ptr=2 << 40, d_ptr=3 << 40, **kw)
+    found = {}
+    for shift in (False, True):
+        monkeypatch.setattr(s11_tma, "STAND_IN_EDGE_SHIFT", shift)
+        spec, cfg = cand.spec().fallback(cand.config(), p)
+        assert spec.id == "s10" and cfg["edge_shift"] == int(shift)
+        variant = spec.variant(cfg, p)
+        assert variant.get("cluster_k", 1) == splits
+        ck = kernel_for(spec, cfg, variant, "sm_90")
+        ops = sass.opcodes(sass.instructions(ck.cubin))
+        found[shift] = (sass.resources(ck.cubin).get("stack_bytes", 0), ops.get("STL", 0) + ops.get("LDL", 0))
+    assert found[True][0] <= found[False][0] and found[True][1] <= found[False][1], found
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("tile", range(len(S10_TILES)))
+def test_gpu_s10_edge_shift(tile):
+    """edge_shift=1 against float64: every layout, with transpose_in on and off; shapes whose last
+    tile row and column are partial (the moved blocks), smaller than a tile (nothing to move),
+    batched, one operand 16-byte beside a 4-byte one; K in slices added in a cluster and through
+    the workspace; a separate c with beta, and c the output itself (beta reads what the block before
+    has written: a row stored twice would be scaled twice); a 4-byte B whose columns leave D's rows
+    16-byte aligned (the moved column origin takes the 16-byte stores from its first owned column).
+    check_stage poisons the output with NaN, so a row the epilogue skips wrongly fails."""
+    import torch
+
+    import gemmlab
+    from gemmlab.check import check_stage, compare
+
+    for transpose_in in (1, 0):
+        cfg = {**S10_TILES[tile], "transpose_in": transpose_in, "edge_shift": 1}
+        for layout in ("nn", "nt", "tn", "tt"):
+            for M, N, K, batch in ((333, 555, 777, None), (257, 301, 99, 3), (5, 7, 9, None), (129, 260, 64, None)):
+                r = check_stage("s10", M, N, K, layout, config=cfg, batch=batch)
+                assert r.correct, (cfg, layout, M, N, K, batch, r)
+        for layout, M, N, K in (("tn", 332, 555, 777), ("tn", 333, 556, 777), ("tt", 332, 555, 777)):
+            r = check_stage("s10", M, N, K, layout, config=cfg, batch=2)
+            assert r.correct, (cfg, layout, M, N, K, r)
+    cfg = {**S10_TILES[tile], "edge_shift": 1}
+    for split in (2, 3):
+        for layout in ("nn", "nt", "tt"):
+            r = check_stage("s10", 301, 203, 1001, layout, config={**cfg, "split_k": split})
+            assert r.correct, (cfg, split, layout, r)
+    M, N, K = 301, 300, 203
+    a = torch.randn(M, K, device="cuda")
+    b = torch.randn(K, N + 1, device="cuda")[:, :N]  # rows of 301 floats: 4-byte copies; D's rows of 300
+    c = torch.randn(M, N, device="cuda")
+    out = c.clone()
+    gemmlab.gemm(a, b, out, alpha=0.5, beta=-2.0, out=out, stage="s10", config=cfg)
+    torch.cuda.synchronize()
+    assert compare(out, 0.5 * (a.double() @ b.double()) - 2.0 * c.double(), K).correct, cfg
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", ["nn", "nt", "tn", "tt"])
+def test_gpu_stand_in_edge_shift_through_auto(monkeypatch, layout):
+    """With STAND_IN_EDGE_SHIFT the plans of unaligned problems run the moved edge blocks: auto and
+    s11 (its stand-in) on odd shapes, batched, against float64."""
+    from gemmlab.check import check_stage
+
+    monkeypatch.setattr(s11_tma, "STAND_IN_EDGE_SHIFT", True)
+    for stage in ("s11", "auto"):
+        for M, N, K, batch in ((333, 555, 777, 8), (1001, 999, 301, None), (255, 257, 259, None), (97, 4001, 33, None)):
+            r = check_stage(stage, M, N, K, layout, batch=batch)
+            assert r.correct, (stage, layout, M, N, K, batch, r)

@@ -115,6 +115,27 @@ __device__ __forceinline__ void store_output4(const GemmArgs& args, const CView&
     *dst = out;
 }
 
+// Edge blocks moved inside the operand (s10's EDGE_SHIFT). A block whose tile hangs over the M
+// (N) edge may start at extent - TILE instead, where extent >= TILE, so that its copies take no
+// bounds tests in that dimension. It still owns only the rows (columns) from its own multiple of
+// TILE up; the skipped(origin) rows below (origin rounded up to TILE, minus origin: 0 for an
+// origin that was not moved) belong to the block before it, which computes the same sums, and
+// the epilogue leaves them alone. A tile-local 32-bit count, so the epilogue's tests stay
+// 32-bit (64-bit bounds there cost s10's 128x256 nt kernel its last registers: it spilled).
+template <int TILE>
+__device__ __forceinline__ int64 edge_origin(int64 origin, int64 extent) {
+    return (origin + TILE > extent && extent >= TILE) ? extent - TILE : origin;
+}
+// The value as the compiler cannot see through: worked out again where it is used, not kept live.
+__device__ __forceinline__ int64 opaque(int64 v) {
+    asm volatile("mov.b64 %0, %0;" : "+l"(v));
+    return v;
+}
+template <int TILE>
+__device__ __forceinline__ int skipped(int64 origin) {
+    return static_cast<int>((origin + (TILE - 1)) / TILE * TILE - origin);
+}
+
 // Bounds-checked scalar reads: zero outside the matrix (zero-filled edges).
 __device__ __forceinline__ float load_a(const GemmArgs& args, int64 row, int64 k) {
     return (row < args.M && k < args.K) ? args.A[row * args.a_row_stride + k * args.a_col_stride] : 0.0f;

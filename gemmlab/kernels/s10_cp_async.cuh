@@ -15,6 +15,12 @@
 // in tt B as Bs[k][n], rows padded by 4 floats (copy/cp_async_tile.cuh, TransposingCopier), so
 // the core runs the outer-product layout (A M-major, B N-major), whose fragments keep clear of
 // register-bank conflicts; nt keeps both as they are.
+// EDGE_SHIFT: a block whose tile hangs over the M (N) edge of an operand on 4-byte copies starts at
+// M - BLOCK_M (N - BLOCK_N) instead, where M >= BLOCK_M, so its tile lies inside the operand and
+// its copies test only the last K tile, as an interior block's do (4-byte copies land anywhere,
+// so any origin will do); its epilogue skips the rows (columns) the block before it owns
+// (common.cuh edge_origin / skipped). Without it such a block takes the fully tested copy on
+// every K tile: 7-8 instructions an element against 3 (docs/stages/s10-s11.md).
 // CLUSTER_K > 1 (split-K in a cluster, sm_90): the gridDim.y = CLUSTER_K slices of K of a tile are
 // one thread block cluster and add their partials through distributed shared memory in the stage
 // buffers (epilogue/cluster_reduce.cuh, as in s11): no workspace and no reduce kernel.
@@ -31,7 +37,7 @@ namespace gemmlab {
 
 template <int BLOCK_M_, int BLOCK_N_, int BLOCK_K_, int WARP_M_, int WARP_N_, int K_UNROLL_, bool A_SWIZZLE_,
           int STAGES_, bool A_VEC_, bool B_VEC_, bool A_K_MAJOR_, bool B_N_MAJOR_, bool TRANSPOSE_IN_ = false,
-          bool FRAG_PREFETCH_ = false, int CLUSTER_K_ = 1>
+          bool FRAG_PREFETCH_ = false, int CLUSTER_K_ = 1, bool EDGE_SHIFT_ = false>
 struct S10CpAsync {
     // One operand at most, and only one on 4-byte copies (a 16-byte copy cannot transpose): A
     // K-major with B N-major (nn) into As[k][m], B K-major with A M-major (tt) into Bs[k][n]. In nt
@@ -53,6 +59,8 @@ struct S10CpAsync {
     using Reduce = ClusterReduce<BLOCK_M, BLOCK_N, CLUSTER_K < 2 ? 2 : CLUSTER_K, THREADS>;
     static_assert(CLUSTER_K == 1 || (CLUSTER_K >= 2 && CLUSTER_K <= 8), "cluster_k: 1 (none) or 2..8 slices");
     static_assert(CLUSTER_K == 1 || Reduce::BYTES <= SMEM_BYTES, "cluster_k: the partial tile must fit in the stage buffers");
+    // The edges moved inside: only an operand on 4-byte copies (A's rows for M, B's columns for N).
+    static constexpr bool SHIFT_M = EDGE_SHIFT_ && !A_VEC_, SHIFT_N = EDGE_SHIFT_ && !B_VEC_;
 
     // A K-major: As[m][k] swizzled; M-major: As[k][m]. B N-major: Bs[k][n]; K-major: Bs[n][k] swizzled.
     // (TRANSPOSE_IN: a K-major operand's TransposingCopier takes the same (x, k) strides.)
@@ -70,13 +78,22 @@ struct S10CpAsync {
         const Core core;
 
         // [outer][inner] shared layouts: A K-major is (m, k), M-major (k, m); B N-major (k, n), K-major (n, k).
-        CopyA copy_a(args.A + row0 * args.a_row_stride, A_K_MAJOR_ ? args.a_row_stride : args.a_col_stride,
+        // EDGE_SHIFT: the copies start at the moved origin; row0 and col0 stay the block's own until
+        // the epilogue. (Each use works the moved origin out for itself: where it was kept from here
+        // through the K loop, the 128x256 and 256x128 ku4 nt kernels in a cluster, at 255
+        // registers, spilled 16-40 local ops a K step; scripts/s10_spill_scan.py --edge-shift.)
+        const int64 copy_row0 = SHIFT_M ? edge_origin<BLOCK_M>(row0, args.M) : row0;
+        const int64 copy_col0 = SHIFT_N ? edge_origin<BLOCK_N>(col0, args.N) : col0;
+        CopyA copy_a(args.A + copy_row0 * args.a_row_stride, A_K_MAJOR_ ? args.a_row_stride : args.a_col_stride,
                      A_K_MAJOR_ ? args.a_col_stride : args.a_row_stride);
-        CopyB copy_b(args.B + col0 * args.b_col_stride, B_N_MAJOR_ ? args.b_row_stride : args.b_col_stride,
+        CopyB copy_b(args.B + copy_col0 * args.b_col_stride, B_N_MAJOR_ ? args.b_row_stride : args.b_col_stride,
                      B_N_MAJOR_ ? args.b_col_stride : args.b_row_stride);
         // Rows, columns and K left from the block's origin, clamped to 2^30 (more is "all valid").
         auto clamp_left = [](int64 left) { return static_cast<int>(left < (1 << 30) ? left : (1 << 30)); };
-        const int m_left = clamp_left(args.M - row0), n_left = clamp_left(args.N - col0);
+        // A moved tile lies inside its operand: every block's rows are all valid where M >= BLOCK_M
+        // (the same for every block: no origin is kept for the tests).
+        const int m_left = clamp_left(SHIFT_M && args.M >= BLOCK_M ? args.M : args.M - row0);
+        const int n_left = clamp_left(SHIFT_N && args.N >= BLOCK_N ? args.N : args.N - col0);
 
         int64 k_left = args.K;  // K - k0 of the next tile to copy
         auto copy_tile = [&](int stage) {
@@ -113,11 +130,19 @@ struct S10CpAsync {
             write_stage = write_stage == STAGES - 1 ? 0 : write_stage + 1;
         }
         async::wait_group<0>();  // only empty groups can remain; nothing is left in flight on exit
+        if constexpr (SHIFT_M || SHIFT_N) {
+            // The moved origin again, through an opaque read of M and N, so that the compiler does
+            // not keep the copies' one through the K loop instead.
+            const int64 m = opaque(args.M), n = opaque(args.N);
+            if constexpr (SHIFT_M) row0 = edge_origin<BLOCK_M>(row0, m);
+            if constexpr (SHIFT_N) col0 = edge_origin<BLOCK_N>(col0, n);
+        }
         if constexpr (CLUSTER_K > 1) {
             __syncthreads();  // every warp has read its last stage: the buffers take the partial tile
-            Reduce::finish(core, acc, a_tiles, a_smem, args, row0, col0, static_cast<int>(threadIdx.x));
+            Reduce::template finish<SHIFT_M, SHIFT_N>(core, acc, a_tiles, a_smem, args, row0, col0,
+                                                      static_cast<int>(threadIdx.x));
         } else {
-            core.store(args, row0, col0, acc);
+            core.template store<SHIFT_M, SHIFT_N>(args, row0, col0, acc);
         }
     }
 };

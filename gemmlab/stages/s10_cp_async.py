@@ -94,6 +94,8 @@ class CpAsync(StageSpec):
             out.append(f"transpose_in={cfg['transpose_in']} must be 0 or 1")
         if cfg.get("frag_prefetch", -1) not in (-1, 0, 1):
             out.append(f"frag_prefetch={cfg['frag_prefetch']} must be -1 (auto), 0 or 1")
+        if cfg.get("edge_shift", 0) not in (0, 1):
+            out.append(f"edge_shift={cfg['edge_shift']} must be 0 or 1")
         if not out:
             smem = self.smem_bytes(cfg, {}) + RESERVED_SMEM
             if smem > SMEM_LIMIT:
@@ -239,7 +241,7 @@ class CpAsync(StageSpec):
         return (f"gemmlab::S10CpAsync<{cfg['block_m']}, {cfg['block_n']}, {cfg['block_k']}, {cfg['warp_m']}, "
                 f"{cfg['warp_n']}, {cfg['k_unroll']}, {b(cfg['a_swizzle'])}, {cfg['stages']}, {b(a_vec)}, {b(b_vec)}, "
                 f"{b(variant['a_k_major'])}, {b(variant['b_n_major'])}, {b(cfg['transpose_in'] and not (a_vec and b_vec))}, "
-                f"{b(self.frag_prefetch(cfg))}, {variant.get('cluster_k', 1)}>")
+                f"{b(self.frag_prefetch(cfg))}, {variant.get('cluster_k', 1)}, {b(cfg.get('edge_shift', 0))}>")
 
     # ---- shared-memory addressing for the bank model ---------------------------------------
     def smem_accesses(self, cfg, variant=None):
@@ -388,6 +390,11 @@ STAGE = CpAsync(
               "B N-major; 0: kept as [x][k] (nt always)",
               named_at_default=False),
         FRAG_PREFETCH_PARAM,
+        Param("edge_shift", 0, "1: a block whose tile hangs over the M (N) edge of an operand on 4-byte copies starts "
+              "at M - block_m (N - block_n) where M >= block_m, so its copies test only the last K tile, and its "
+              "epilogue skips the rows (columns) the block before it owns; 0: such a block tests every copy of every "
+              "K tile (16-byte copies always do)",
+              named_at_default=False),
     ),
     sass=("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDS.128", "FFMA"),
     sass_scalar=("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDS.128", "FFMA"),

@@ -253,13 +253,17 @@ NT_STAND_IN_FEWER_BLOCKS = True
 # the prefetch: 1.13 and 1.20x in tn, 0.97 and 1.13x in nn in the spill probe; on random shapes one
 # plan changed, 0.706 -> 0.713).
 STAND_IN_NO_PREFETCH_AT_128_REGISTERS = False
+# An experiment, off until measured: the stand-in moves its M/N edge blocks inside the operands on
+# 4-byte copies (s10 edge_shift), so they copy as interior blocks do (docs/stages/s10-s11.md).
+STAND_IN_EDGE_SHIFT = False
 
 
 def s10_config_for(cfg, problem=None) -> dict:
     """s10 at the same tile shape where legal for it, else s10's defaults (block_k 16 and 4 stages
     for tiles of several blocks per SM whose s10 stages would be large). With ``problem``, where
     it runs on 4-byte copies: an nt problem one block an SM fewer where a thread has 128 registers
-    or fewer, and k_unroll at most 4 (NT_STAND_IN_FEWER_BLOCKS)."""
+    or fewer, and k_unroll at most 4 (NT_STAND_IN_FEWER_BLOCKS); with STAND_IN_EDGE_SHIFT, the edge
+    blocks moved inside an operand on 4-byte copies (``edge_shift``)."""
     same = {k: cfg[k] for k in S10.default_config if k in cfg and k != "stages"}
     try:
         out = S10.config(same)
@@ -271,7 +275,11 @@ def s10_config_for(cfg, problem=None) -> dict:
         except ConfigError:
             pass
     v = S10.variant(out, problem) if problem is not None else None
-    if v is None or v["vec"] or "a_vec" in v or "b_vec" in v:  # 16-byte copies: as before
+    if v is None or v["vec"]:  # 16-byte copies: as before
+        return out
+    if STAND_IN_EDGE_SHIFT:
+        out = S10.config({**out, "edge_shift": 1})
+    if "a_vec" in v or "b_vec" in v:  # one operand on 16-byte copies: as before
         return out
     tight = REG_FILE // (S10.threads(out) * out["min_blocks"]) <= 128
     if NT_STAND_IN_FEWER_BLOCKS and v["a_k_major"] and not v["b_n_major"]:

@@ -50,29 +50,33 @@ struct ClusterReduce {
     // The whole split-K end of a slice, once no thread of the CTA reads the stage buffers any more:
     // the partial into this CTA's buffers (`tile`, at shared address `tile_addr`), a cluster
     // barrier, this CTA's band added from every slice and stored, and a second barrier that keeps
-    // every partial alive until the others have read it.
-    template <class Core, int TM, int TN>
+    // every partial alive until the others have read it. SHIFTED_M / SHIFTED_N: as in
+    // WarpTileCore::store (a tile moved back inside the operand stores only what it owns).
+    template <bool SHIFTED_M = false, bool SHIFTED_N = false, class Core, int TM, int TN>
     static __device__ __forceinline__ void finish(const Core& core, const float (&acc)[TM][TN], float* tile,
                                                   unsigned tile_addr, const GemmArgs& args, int64 row0, int64 col0,
                                                   int tid) {
         write_partial(core, acc, tile);
         async::cluster_sync();  // every slice's partial is written
-        reduce_store(args, row0, col0, tile_addr, tid);
+        reduce_store<SHIFTED_M, SHIFTED_N>(args, row0, col0, tile_addr, tid);
         async::cluster_sync();  // no CTA moves on while another still reads its partial
     }
 
     // Row band cluster_ctarank() of the tile: the sum of the SLICES partials, then the epilogue.
     // tile_addr: the shared address of this CTA's partial (the same offset in every CTA).
+    template <bool SHIFTED_M, bool SHIFTED_N>
     static __device__ __forceinline__ void reduce_store(const GemmArgs& args, int64 row0, int64 col0,
                                                         unsigned tile_addr, int tid) {
         const int first = static_cast<int>(async::cluster_ctarank()) * BAND;
         const int rows = BLOCK_M - first < BAND ? BLOCK_M - first : BAND;
-        const bool d_vec = ((reinterpret_cast<unsigned long long>(args.D) | (unsigned long long)(args.ldd * 4)) & 15) == 0;
+        const bool d_vec = ((reinterpret_cast<unsigned long long>(args.D) | (unsigned long long)(args.ldd * 4) |
+                             (SHIFTED_N ? static_cast<unsigned long long>(col0 * 4) : 0ull)) & 15) == 0;
+        const int m_lo = skipped<BLOCK_M>(row0), n_lo = skipped<BLOCK_N>(col0);
         const CView c = c_view(args);
         for (int idx = tid; idx < rows * CHUNKS; idx += THREADS) {
             const int r = first + idx / CHUNKS, q = idx % CHUNKS;
             const int64 row = row0 + r, col = col0 + 4 * q;
-            if (row >= args.M || col >= args.N) continue;
+            if (row >= args.M || col >= args.N || (SHIFTED_M && r < m_lo) || (SHIFTED_N && 4 * q + 3 < n_lo)) continue;
             const unsigned addr = tile_addr + static_cast<unsigned>((r * LD + 4 * q) * 4);
             float4 part[SLICES];
 #pragma unroll
@@ -85,13 +89,13 @@ struct ClusterReduce {
                 sum.z += part[s].z;
                 sum.w += part[s].w;
             }
-            if (d_vec && col + 3 < args.N) {
+            if (d_vec && col + 3 < args.N && (!SHIFTED_N || 4 * q >= n_lo)) {
                 store_output4(args, c, row, col, sum);
             } else {
                 const float v[4] = {sum.x, sum.y, sum.z, sum.w};
 #pragma unroll
                 for (int e = 0; e < 4; ++e)
-                    if (col + e < args.N) store_output(args, c, row, col + e, v[e]);
+                    if (col + e < args.N && (!SHIFTED_N || 4 * q + e >= n_lo)) store_output(args, c, row, col + e, v[e]);
             }
         }
     }

@@ -248,10 +248,12 @@ struct WarpTileCore {
     // (a separate c never overlaps D: the API refuses that), and a stride-0 C (a bias: every row
     // the same) is loaded once. Loading each 4 columns just before storing them, as the plain
     // epilogue does, waits out a global load per 16-byte store (4096x2048x512 with a bias: 222
-    // against 188 us without on the H200).
+    // against 188 us without on the H200). SHIFTED_M / SHIFTED_N: as in store.
+    template <bool SHIFTED_M, bool SHIFTED_N>
     __device__ __forceinline__ void store_with_c(const GemmArgs& args, const CView& c, int64 row0, int64 col0,
                                                  const float (&acc)[THREAD_M][THREAD_N], bool d_aligned) const {
         const bool same_rows = c.rs == 0;
+        const int m_lo = skipped<BLOCK_M>(row0), n_lo = skipped<BLOCK_N>(col0);
         const int64 first = row0 + m_base + row_of(0);
         if (first >= args.M) return;  // rows increase with i: none of the thread's rows is in D
         float cur[THREAD_N], next[THREAD_N];
@@ -263,19 +265,20 @@ struct WarpTileCore {
                 const int64 nrow = row0 + m_base + row_of(i + 1);
                 if (nrow < args.M) load_c_row(args, c, nrow, col0, next);
             }
-            if (row < args.M) {
+            if (row < args.M && (!SHIFTED_M || m_base + row_of(i) >= m_lo)) {
                 float* drow = args.D + row * args.ldd;
 #pragma unroll
                 for (int j = 0; j < THREAD_N; j += (COLS_IN_FOURS ? 4 : 1)) {
                     const int64 col = col0 + n_base + col_of(j);
-                    if (COLS_IN_FOURS && d_aligned && col + 3 < args.N) {
+                    if (COLS_IN_FOURS && d_aligned && col + 3 < args.N && (!SHIFTED_N || n_base + col_of(j) >= n_lo)) {
                         *reinterpret_cast<float4*>(drow + col) = make_float4(
                             args.alpha * acc[i][j] + args.beta * cur[j], args.alpha * acc[i][j + 1] + args.beta * cur[j + 1],
                             args.alpha * acc[i][j + 2] + args.beta * cur[j + 2], args.alpha * acc[i][j + 3] + args.beta * cur[j + 3]);
                     } else {
 #pragma unroll
                         for (int e = 0; e < (COLS_IN_FOURS ? 4 : 1); ++e)
-                            if (col + e < args.N) drow[col + e] = args.alpha * acc[i][j + e] + args.beta * cur[j + e];
+                            if (col + e < args.N && (!SHIFTED_N || n_base + col_of(j) + e >= n_lo))
+                                drow[col + e] = args.alpha * acc[i][j + e] + args.beta * cur[j + e];
                     }
                 }
             }
@@ -288,31 +291,38 @@ struct WarpTileCore {
 
     // D = alpha * acc + beta * C for the thread's outputs, guarded at the M/N edges. Chunks of 4
     // columns use one 16-byte store when D's rows are 16-byte aligned (checked here, at run time).
+    // SHIFTED_M / SHIFTED_N: the tile's origin may have been moved back inside the operand
+    // (common.cuh edge_origin), so the first skipped(origin) rows (columns) are left alone, and a
+    // moved column origin that is not a multiple of 4 takes the scalar stores.
+    template <bool SHIFTED_M = false, bool SHIFTED_N = false>
     __device__ __forceinline__ void store(const GemmArgs& args, int64 row0, int64 col0,
                                           const float (&acc)[THREAD_M][THREAD_N]) const {
-        const bool d_aligned = ((reinterpret_cast<unsigned long long>(args.D) | (unsigned long long)(args.ldd * 4)) & 15) == 0;
+        const bool d_aligned = ((reinterpret_cast<unsigned long long>(args.D) | (unsigned long long)(args.ldd * 4) |
+                                 (SHIFTED_N ? static_cast<unsigned long long>(col0 * 4) : 0ull)) & 15) == 0;
         const CView c = c_view(args);
         if constexpr (CView::SEPARATE) {
             if (args.beta != 0.0f) {
-                store_with_c(args, c, row0, col0, acc, d_aligned);
+                store_with_c<SHIFTED_M, SHIFTED_N>(args, c, row0, col0, acc, d_aligned);
                 return;
             }
         }
+        const int m_lo = skipped<BLOCK_M>(row0), n_lo = skipped<BLOCK_N>(col0);
 #pragma unroll
         for (int i = 0; i < THREAD_M; ++i) {
             const int64 row = row0 + m_base + row_of(i);
-            if (row >= args.M) continue;
+            if (row >= args.M || (SHIFTED_M && m_base + row_of(i) < m_lo)) continue;
             if constexpr (B_N_MAJOR) {
 #pragma unroll
                 for (int jq = 0; jq < THREAD_N / 4; ++jq) {
                     const int64 col = col0 + n_base + jq * (LANES_N * 4);
-                    if (d_aligned && col + 3 < args.N) {
+                    if (d_aligned && col + 3 < args.N && (!SHIFTED_N || n_base + jq * (LANES_N * 4) >= n_lo)) {
                         store_output4(args, c, row, col,
                                       make_float4(acc[i][4 * jq], acc[i][4 * jq + 1], acc[i][4 * jq + 2], acc[i][4 * jq + 3]));
                     } else {
 #pragma unroll
                         for (int e = 0; e < 4; ++e) {
-                            if (col + e < args.N) store_output(args, c, row, col + e, acc[i][4 * jq + e]);
+                            if (col + e < args.N && (!SHIFTED_N || n_base + jq * (LANES_N * 4) + e >= n_lo))
+                                store_output(args, c, row, col + e, acc[i][4 * jq + e]);
                         }
                     }
                 }
@@ -320,7 +330,7 @@ struct WarpTileCore {
 #pragma unroll
                 for (int j = 0; j < THREAD_N; ++j) {
                     const int64 col = col0 + n_base + col_of(j);
-                    if (col < args.N) store_output(args, c, row, col, acc[i][j]);
+                    if (col < args.N && (!SHIFTED_N || n_base + col_of(j) >= n_lo)) store_output(args, c, row, col, acc[i][j]);
                 }
             }
         }
