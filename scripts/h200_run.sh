@@ -222,11 +222,17 @@ for what in "$@"; do
         | tee "$RES/small-tile-heldout.txt" | tail -8) ;;
     probes-next)
       # docs/stages/s10-s11.md, "moving the edge blocks inside" (edge_shift: same choices, other
-      # kernels; run `tests` first: test_gpu_s10_edge_shift), and the tiles of 64x32 warps.
+      # kernels; run `tests` first: test_gpu_s10_edge_shift); half tiles of 128x256's thread tile
+      # where its last wave is nearly empty (docs/dispatch.md); the s10 tiles of 64x32 warps.
       step "s10's edge blocks moved inside the 4-byte operands (edge_shift) against the runtime: seed 16 and the own suite"
       (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 300 python3 model_variant_probe.py --random 120 --seed 16 --own \
         --variants as_is,edge_shift 333 555 777 tt 8 492 109 137 tn 32 455 97 743 nn 32 255 255 255 nt 32 \
         2>&1 | grep -v -i warn | tee "$RES/variants-edge-shift-16.txt" | tail -4)
+      step "128x256's thread tile in half tiles, two blocks an SM, where 128x256 leaves its last wave nearly empty"
+      (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 200 python3 small_tile_probe.py \
+        --tiles "128x256 w64x64 ku4,256x64 w64x64 bk16 x2,64x256 w64x64 bk16 x2,256x64 w64x64 bk16 s5 x2" \
+        --shapes 5000x5000x5000:nt,5000x5000x5000:nn,1400x1400x1400:nt,6144x6144x6144:nn,4096x4096x4096:nn 2>&1 \
+        | grep -v -i warn | tee "$RES/half-tiles.txt" | tail -8)
       step "s10 with 64x32 warps (8x8 outputs a thread, as cuBLAS's 4-byte kernels) on the unaligned shapes s10 lost most"
       (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 200 python3 s10_tile_probe.py --w64x32 2>&1 | grep -v -i warn \
         | tee "$RES/s10-w64x32.txt" | tail -12) ;;

@@ -8,7 +8,11 @@ For each shape and variant: no split and the model's best two split counts, CUDA
 every plan checked against float64 first. Single GEMMs only (api.prepare takes 2-D operands).
 ``--shapes MxNxK:layout,...``: those shapes instead (say the held-out ones where cuBLAS runs
 64x64x8 tiles and `auto` a big tile in a cluster: 4096x768x768:nn,4096x2304x768:nn,2560x2560x640:nn).
-    python3 scripts/small_tile_probe.py [--quick] [--shapes MxNxK:layout,...]"""
+``--tiles LABEL,...``: only those variants. The last three are 128x256's thread tile (16x8, 64x64
+warps) in tiles of half its area, two blocks an SM: more, smaller tiles where the grid of
+128x256 tiles leaves its last wave nearly empty (5000^3: 800 tiles, 6.06 waves of 132, against
+1580 of 256x64, 5.98 waves of 264; cuBLAS runs 256x64x8 there, docs/dispatch.md).
+    python3 scripts/small_tile_probe.py [--quick] [--shapes MxNxK:layout,...] [--tiles LABEL,...]"""
 import sys
 
 import torch
@@ -34,7 +38,12 @@ VARIANTS = {
     "128x128 w32x64 bk16 ku1 x2": tile(128, 128, 32, 64, 2, 16, 4, 1),
     "128x128 w64x64 bk16 ku1 x2": tile(128, 128, 64, 64, 2, 16, 4, 1),
     "128x256 w64x64 ku4": dict(k_unroll=4),
+    "256x64 w64x64 bk16 x2": tile(256, 64, 64, 64, 2, 16, 4, 2),
+    "64x256 w64x64 bk16 x2": tile(64, 256, 64, 64, 2, 16, 4, 2),
+    "256x64 w64x64 bk16 s5 x2": tile(256, 64, 64, 64, 2, 16, 5, 2),
 }
+if "--tiles" in sys.argv:
+    VARIANTS = {k: VARIANTS[k] for k in sys.argv[sys.argv.index("--tiles") + 1].split(",")}
 SHAPES = [(1200, 1200, 1200, "nn"), (2048, 768, 768, "nn"), (768, 768, 2048, "nt"), (256, 256, 16384, "nn"),
           (12288, 512, 512, "nn"), (896, 896, 4096, "tt"), (2048, 1536, 512, "nt"), (1536, 1536, 1536, "tn"),
           (3000, 1000, 1000, "nn"), (4096, 4096, 4096, "nn")]
