@@ -95,6 +95,19 @@ def test_the_heuristics_reason_follows_the_rules(monkeypatch):
     assert "more than 0x the model's best" in rep["why"]["detail"]
 
 
+def test_the_stand_in_line_names_the_moved_edges(capsys, monkeypatch):
+    """With s11's stand-in moving its edge blocks inside (STAND_IN_EDGE_SHIFT), the runs line says
+    so, and the json's config carries it; off (the runtime today), neither does."""
+    from gemmlab.stages import s11_tma
+
+    for on in (False, True):
+        monkeypatch.setattr(s11_tma, "STAND_IN_EDGE_SHIFT", on)
+        code, out, _ = run(capsys, "choose", "333x555x777x8", "--layout", "tt")
+        line = next(x for x in out.splitlines() if x.startswith("  runs: s10 "))
+        assert code == 0 and ("edge_shift" in line) == on, line
+        assert choose.report(333, 555, 777, 8, "tt")["runs"]["config"]["edge_shift"] == int(on)
+
+
 def test_the_command_prints_each_entry_and_its_json(capsys):
     code, out, err = run(capsys, "choose", "1697x171x1055:nt,333x555x777x8:tt,1500x1500x1500", "--top", "2")
     assert code == 0 and err == ""

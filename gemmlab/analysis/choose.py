@@ -146,7 +146,8 @@ def format_text(rep: dict) -> str:
         r = rep["runs"]
         lines.append(f"  runs: {r['stage']} {r['config']['block_m']}x{r['config']['block_n']} "
                      f"w{r['config']['warp_m']}x{r['config']['warp_n']} bk{r['config']['block_k']} "
-                     f"s{r['config']['stages']} x{r['config']['min_blocks']} ({r['why']})")
+                     f"s{r['config']['stages']} x{r['config']['min_blocks']}"
+                     f"{' edge_shift' if r['config'].get('edge_shift') else ''} ({r['why']})")
     if rep["ranking"]:
         lines.append("  waves model (predicted us):")
         for r in rep["ranking"]:
