@@ -225,9 +225,11 @@ for what in "$@"; do
       # kernels; run `tests` first: test_gpu_s10_edge_shift); half tiles of 128x256's thread tile
       # where its last wave is nearly empty (docs/dispatch.md); the s10 tiles of 64x32 warps.
       step "s10's edge blocks moved inside the 4-byte operands (edge_shift) against the runtime: seed 16 and the own suite"
-      (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 300 python3 model_variant_probe.py --random 120 --seed 16 --own \
+      (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 540 python3 model_variant_probe.py --random 120 --seed 16 --own \
         --variants as_is,edge_shift 333 555 777 tt 8 492 109 137 tn 32 455 97 743 nn 32 255 255 255 nt 32 \
-        2>&1 | grep -v -i warn | tee "$RES/variants-edge-shift-16.txt" | tail -4)
+        2>&1 | grep -v -i warn | tee "$RES/variants-edge-shift-16.txt" | tail -4) ;;
+    probes-next-2)
+      # a second call (each call runs 10 minutes at most): the tiles of probes-next's comment
       step "128x256's thread tile in half tiles, two blocks an SM, where 128x256 leaves its last wave nearly empty"
       (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 200 python3 small_tile_probe.py \
         --tiles "128x256 w64x64 ku4,256x64 w64x64 bk16 x2,64x256 w64x64 bk16 x2,256x64 w64x64 bk16 s5 x2" \
