@@ -1,8 +1,10 @@
-// tests/host/cuda_host.h — the CUDA built-ins that gemmlab's epilogue code uses, for compiling it
-// as plain C++ on the CPU (tests/test_epilogue_host.py): the code under test is the kernels'
-// own headers, run thread by thread; only PTX-level pieces (ptx/cluster.cuh) are stood in for by
-// tests/host/ptx/.
+// tests/host/cuda_host.h — the CUDA built-ins that gemmlab's SIMT kernels use, for compiling
+// them as plain C++ on the CPU (tests/test_kernels_host.py): the code under test is the kernels'
+// own headers, run thread by thread (a CUDA thread is a std::thread, __syncthreads a barrier of
+// the block's); only PTX-level pieces (ptx/cluster.cuh, ptx/cp_async.cuh, ptx/smem.cuh) are
+// stood in for by tests/host/ptx/.
 #pragma once
+#include <barrier>
 #include <cmath>
 
 #define __device__
@@ -18,4 +20,7 @@ inline float2 make_float2(float x, float y) { return {x, y}; }
 inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 
 struct HostDim3 { unsigned x = 0, y = 0, z = 0; };
-inline HostDim3 threadIdx, blockIdx, blockDim, gridDim;  // the harness sets threadIdx.x per thread
+inline thread_local HostDim3 threadIdx;  // the harness sets threadIdx.x in each thread
+inline HostDim3 blockIdx, blockDim, gridDim;
+inline std::barrier<>* host_block_barrier = nullptr;  // the running block's threads
+inline void __syncthreads() { host_block_barrier->arrive_and_wait(); }

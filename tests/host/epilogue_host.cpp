@@ -1,7 +1,7 @@
 // tests/host/epilogue_host.cpp — the SIMT epilogues of s10/s11 (mma/warp_tile.cuh
 // WarpTileCore::store, epilogue/cluster_reduce.cuh reduce_store) and s10's moved edge blocks
 // (common.cuh edge_origin / skipped), compiled from the kernels' own headers and run on the CPU
-// thread by thread, block by block (tests/test_epilogue_host.py builds it with the address and
+// thread by thread, block by block (tests/test_kernels_host.py builds it with the address and
 // undefined-behaviour sanitizers: a store past the output or a misaligned 16-byte store fails).
 //
 // Each block stores, for every output its threads hold, a value that names the output (1000 row +
@@ -36,6 +36,19 @@ struct Output {  // D: M rows of ldd floats, its base `off` floats past a 16-byt
     }
 };
 
+// D = acc + beta * D: the output is its own addend, read in place.
+static GemmArgs in_place(const Output& out, int M, int N, int ldd, float beta) {
+    GemmArgs args{};
+    args.D = out.d;
+    args.C = out.d;
+    args.M = M;
+    args.N = N;
+    args.ldd = ldd;
+    args.alpha = 1.0f;
+    args.beta = beta;
+    return args;
+}
+
 static void check(const char* what, const Output& out, int M, int N, int ldd, float beta, float add,
                   int bm, int bn, bool sm, bool sn) {
     ++cases;
@@ -55,14 +68,7 @@ template <class Core, bool SM, bool SN>
 static void store_case(int M, int N, int ldd, int off, float beta) {
     constexpr int BM = Core::WARPS_M * (Core::THREAD_M * Core::LANES_M), BN = Core::WARPS_N * (Core::THREAD_N * Core::LANES_N);
     Output out(M, ldd, off);
-    GemmArgs args{};
-    args.D = out.d;
-    args.C = out.d;
-    args.M = M;
-    args.N = N;
-    args.ldd = ldd;
-    args.alpha = 1.0f;
-    args.beta = beta;
+    const GemmArgs args = in_place(out, M, N, ldd, beta);
     for (long row0 = 0; row0 < M; row0 += BM)
         for (long col0 = 0; col0 < N; col0 += BN) {
             const long rs = SM ? gemmlab::edge_origin<BM>(row0, M) : row0;
@@ -86,14 +92,7 @@ template <int BM, int BN, int SLICES, int THREADS, bool SM, bool SN>
 static void reduce_case(int M, int N, int ldd, int off, float beta) {
     using Reduce = gemmlab::ClusterReduce<BM, BN, SLICES, THREADS>;
     Output out(M, ldd, off);
-    GemmArgs args{};
-    args.D = out.d;
-    args.C = out.d;
-    args.M = M;
-    args.N = N;
-    args.ldd = ldd;
-    args.alpha = 1.0f;
-    args.beta = beta;
+    const GemmArgs args = in_place(out, M, N, ldd, beta);
     std::vector<std::vector<float4>> smem(SLICES, std::vector<float4>(Reduce::BYTES / 16 + 1));
     for (long row0 = 0; row0 < M; row0 += BM)
         for (long col0 = 0; col0 < N; col0 += BN) {
