@@ -20,14 +20,18 @@ using gemmlab::GemmArgs;
 
 static int failures = 0, cases = 0;
 
-template <class Kernel, bool A_K_MAJOR, bool B_N_MAJOR>
+template <class Kernel, bool A_K_MAJOR, bool B_N_MAJOR, bool A_VEC = false, bool B_VEC = false>
 static void run_case(const char* name, int M, int N, int K) {
     ++cases;
     std::mt19937 rng(M * 131 + N * 17 + K);
     std::uniform_int_distribution<int> small(-3, 3);
-    // A is M x K, B is K x N; leading dimensions one more than the extent: 4-byte copies
-    const long lda = (A_K_MAJOR ? K : M) + 1, ldb = (B_N_MAJOR ? N : K) + 1, ldd = N + 2;
-    std::vector<float> a(size_t(A_K_MAJOR ? M : K) * lda - 1), b(size_t(B_N_MAJOR ? K : N) * ldb - 1);
+    // A is M x K, B is K x N; leading dimensions one more than the extent (4-byte copies), or the
+    // extent rounded up to 4 floats where the operand has 16-byte copies
+    auto ld = [](long extent, bool vec) { return vec ? (extent + 3) / 4 * 4 : extent + 1; };
+    const long lda = ld(A_K_MAJOR ? K : M, A_VEC), ldb = ld(B_N_MAJOR ? N : K, B_VEC), ldd = N + 2;
+    // each operand exactly as long as its last element: rows - 1 whole rows and the last one's extent
+    std::vector<float> a(size_t((A_K_MAJOR ? M : K) - 1) * lda + (A_K_MAJOR ? K : M));
+    std::vector<float> b(size_t((B_N_MAJOR ? K : N) - 1) * ldb + (B_N_MAJOR ? N : K));
     std::vector<float> d(size_t(M) * ldd);
     for (auto& x : a) x = float(small(rng));
     for (auto& x : b) x = float(small(rng));
@@ -97,6 +101,20 @@ static void tile(const char* name) {
     layout(std::true_type{}, std::false_type{});
     layout(std::false_type{}, std::true_type{});
     layout(std::false_type{}, std::false_type{});
+    // one operand on 16-byte copies beside the other on 4-byte ones (s10_cp_async.py ONE_OPERAND_VEC:
+    // A M-major with B N-major, either one 16-byte; tt with A 16-byte): only the 4-byte one moves
+    auto one_vec = [&](auto bnm, auto avec) {
+        constexpr bool B = decltype(bnm)::value, AV = decltype(avec)::value;
+        using Plain = gemmlab::S10CpAsync<BM, BN, BK, WM, WN, KU, false, STAGES, AV, !AV, false, B, true, FP, 1, false>;
+        using Moved = gemmlab::S10CpAsync<BM, BN, BK, WM, WN, KU, false, STAGES, AV, !AV, false, B, true, FP, 1, true>;
+        shapes([&](int M, int N, int K) {
+            run_case<Plain, false, B, AV, !AV>(name, M, N, K);
+            run_case<Moved, false, B, AV, !AV>(name, M, N, K);
+        });
+    };
+    one_vec(std::true_type{}, std::true_type{});
+    one_vec(std::true_type{}, std::false_type{});
+    one_vec(std::false_type{}, std::true_type{});
 }
 
 int main() {
