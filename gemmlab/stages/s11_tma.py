@@ -255,7 +255,7 @@ NT_STAND_IN_FEWER_BLOCKS = True
 STAND_IN_NO_PREFETCH_AT_128_REGISTERS = False
 # An experiment, off until measured: the stand-in moves its M/N edge blocks inside the operands on
 # 4-byte copies (s10 edge_shift), so they copy as interior blocks do (docs/stages/s10-s11.md).
-STAND_IN_EDGE_SHIFT = False
+STAND_IN_EDGE_SHIFT = True
 
 
 def s10_config_for(cfg, problem=None) -> dict:
