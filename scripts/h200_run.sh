@@ -224,9 +224,9 @@ for what in "$@"; do
       # docs/stages/s10-s11.md, "moving the edge blocks inside" (edge_shift: same choices, other
       # kernels; run `tests` first: test_gpu_s10_edge_shift); half tiles of 128x256's thread tile
       # where its last wave is nearly empty (docs/dispatch.md); the s10 tiles of 64x32 warps.
-      step "s10's edge blocks moved inside the 4-byte operands (edge_shift) against the runtime: seed 16 and the own suite"
+      step "s10's edge blocks moved inside the 4-byte operands (edge_shift, the runtime) against where they were: seed 16 and the own suite"
       (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 540 python3 model_variant_probe.py --random 120 --seed 16 --own \
-        --variants as_is,edge_shift 333 555 777 tt 8 492 109 137 tn 32 455 97 743 nn 32 255 255 255 nt 32 \
+        --variants as_is,edge_shift_off 333 555 777 tt 8 492 109 137 tn 32 455 97 743 nn 32 255 255 255 nt 32 \
         2>&1 | grep -v -i warn | tee "$RES/variants-edge-shift-16.txt" | tail -4) ;;
     probes-next-2)
       # a second call (each call runs 10 minutes at most): the tiles of probes-next's comment

@@ -63,8 +63,9 @@ VARIANTS = {
     # candidate (before 2026-12-04, ninth session), not at the stand-in the plan runs for the problem
     "stand_in_free": ((model, "STAND_IN_OF_PROBLEM", False),),
     # s10's stand-in moves its M/N edge blocks inside the operands on 4-byte copies (s10 edge_shift;
-    # off in the runtime until measured): the same choices, other kernels
+    # the runtime since 2026-12-05), or keeps them where they are (before): the same choices, other kernels
     "edge_shift": ((s11_tma, "STAND_IN_EDGE_SHIFT", True),),
+    "edge_shift_off": ((s11_tma, "STAND_IN_EDGE_SHIFT", False),),
 }
 
 

@@ -150,42 +150,47 @@ def test_every_tuner_config_compiles_for_sm90_without_spills(cand):
     assert res["registers"] * spec.threads(cfg) * cand.blocks_per_sm() <= 65536, (ck.name, res["registers"])
 
 
-# The s10 stand-ins that spill in their K loop on unaligned problems at split 1 (NVRTC 13.0,
-# scripts/s10_spill_scan.py, 2026-12-04): 128x64 w32x32 x2's fragment prefetch at 128 registers,
+# The s10 stand-ins that spilled in their K loop on unaligned problems at split 1 (NVRTC 13.0,
+# scripts/s10_spill_scan.py, 2026-12-04) before their edge blocks moved inside the operands
+# (s11_tma.STAND_IN_EDGE_SHIFT, 2026-12-05): 128x64 w32x32 x2's fragment prefetch at 128 registers,
 # and 64x64 x3 in nt (K-major fragments of both operands; four more nt tiles spilled until their
 # stand-in took one block an SM fewer: s11_tma.NT_STAND_IN_FEWER_BLOCKS, measured in
-# scripts/s10_spill_probe.py). The set is held here so that a kernel change that adds a spill to
-# the unaligned path, or removes one, shows.
-S10_K_LOOP_SPILLS = {
+# scripts/s10_spill_probe.py, whose cases these are). With the edge blocks moved none spills.
+S10_K_LOOP_SPILLS_BEFORE_EDGE_SHIFT = {
     "nn": {"128x64 w32x32 x2"},
-    "nt": {"64x64 w32x32 x3"},  # 2 local ops; 4 more tiles spilled until s11_tma.NT_STAND_IN_FEWER_BLOCKS
+    "nt": {"64x64 w32x32 x3"},
     "tn": {"128x64 w32x32 x2"},
     "tt": set(),
 }
 
 
 @pytest.mark.parametrize("layout", ["nn", "nt", "tn", "tt"])
-def test_the_s10_stand_ins_of_unaligned_problems_spill_only_where_known(layout):
+def test_the_s10_stand_ins_of_unaligned_problems_do_not_spill(layout):
     """Every tile of the space as s10 runs it for an unaligned problem of this layout (4-byte
-    copies, split 1): local loads and stores in the K loop only in S10_K_LOOP_SPILLS. The cubin's
-    local size stays 0 for such spills (they go to the stack frame), so this reads the SASS."""
+    copies, the edge blocks moved inside, split 1): no local loads or stores in the K loop, so
+    that a kernel change that adds a spill to the unaligned path shows. The cubin's local size
+    stays 0 for such spills (they go to the stack frame), so this reads the SASS."""
+    from gemmlab.stages import s11_tma
+
+    assert s11_tma.STAND_IN_EDGE_SHIFT
     scan = load_script("s10_spill_scan")
     spilling = set()
     for label, _, splits, spec, cfg, variant in scan.instantiations((layout,)):
+        assert cfg.get("edge_shift") == 1, (label, cfg)
         if splits == 1 and scan.spills(spec, cfg, variant)["loop"]:
             spilling.add(label)
-    assert spilling == S10_K_LOOP_SPILLS[layout]
+    assert spilling == set()
 
 
 def test_the_s10_spill_probe_cases_are_runnable():
     """scripts/s10_spill_probe.py (for the H200) on the CPU: each case is a K-loop spill the set
-    above holds (or a cluster split of one), every alternative is a legal s10 config that keeps
+    above held (or a cluster split of one), every alternative is a legal s10 config that keeps
     the tile, and every shape is unaligned in the case's layout, so that s10's 4-byte path runs."""
     from gemmlab.problem import Problem
 
     probe = load_script("s10_spill_probe")
     for label, lay, split, alts, shapes in probe.CASES:
-        assert split > 1 or label in S10_K_LOOP_SPILLS[lay] or lay == "nt", (label, lay)
+        assert split > 1 or label in S10_K_LOOP_SPILLS_BEFORE_EDGE_SHIFT[lay] or lay == "nt", (label, lay)
         spec, configs = probe.builds(label, alts)
         assert spec.id == "s10" and len(configs) == 1 + len(alts)
         assert len({(c["block_m"], c["block_n"]) for c in configs.values()}) == 1

@@ -1097,8 +1097,9 @@ def test_the_s10_stand_in_of_an_nt_problem_on_4_byte_copies(monkeypatch):
 # ---- s10 edge_shift: M/N edge blocks moved inside an operand on 4-byte copies ---------------------
 def test_edge_shift_is_0_or_1_named_and_given_to_the_stand_in(monkeypatch):
     """``edge_shift`` is 0 or 1, the template's last argument, named (es1) only where on; s11's
-    stand-in takes it with STAND_IN_EDGE_SHIFT where an operand is on 4-byte copies (one or both),
-    never on 16-byte copies, and not at all with the knob off (the runtime's setting today)."""
+    stand-in takes it with STAND_IN_EDGE_SHIFT (the runtime's setting since 2026-12-05) where an
+    operand is on 4-byte copies (one or both), never on 16-byte copies, and not at all with the
+    knob off."""
     from gemmlab.heuristics import space
 
     with pytest.raises(ConfigError, match="edge_shift=2 must be 0 or 1"):
@@ -1111,14 +1112,14 @@ def test_edge_shift_is_0_or_1_named_and_given_to_the_stand_in(monkeypatch):
     problems = {"both 4-byte": dense(255, 257, 259, "nn"), "one 4-byte": dense(332, 555, 777, "tn"),
                 "16-byte": dense(256, 256, 256, "nn")}
     assert len(S10.variant(s11_tma.s10_config_for(tile), problems["one 4-byte"])) == 4  # a_vec or b_vec
-    assert not s11_tma.STAND_IN_EDGE_SHIFT
-    for name, p in problems.items():
-        assert s11_tma.s10_config_for(tile, p)["edge_shift"] == 0, name
-    monkeypatch.setattr(s11_tma, "STAND_IN_EDGE_SHIFT", True)
+    assert s11_tma.STAND_IN_EDGE_SHIFT
     got = {name: s11_tma.s10_config_for(tile, p)["edge_shift"] for name, p in problems.items()}
     assert got == {"both 4-byte": 1, "one 4-byte": 1, "16-byte": 0}
     nt = s11_tma.s10_config_for({c.label: c for c in space.SM90}["128x64 w32x32 x2"].config(), dense(255, 257, 259, "nt"))
     assert nt["edge_shift"] == 1 and nt["min_blocks"] == 1  # with the nt rule's block an SM fewer
+    monkeypatch.setattr(s11_tma, "STAND_IN_EDGE_SHIFT", False)
+    for name, p in problems.items():
+        assert s11_tma.s10_config_for(tile, p)["edge_shift"] == 0, name
 
 
 # The stand-ins with the fewest registers to spare (scripts/s10_spill_scan.py): 128x256 and 256x128
@@ -1196,12 +1197,12 @@ def test_gpu_s10_edge_shift(tile):
 @pytest.mark.gpu
 @pytest.mark.parametrize("layout", ["nn", "nt", "tn", "tt"])
 def test_gpu_stand_in_edge_shift_through_auto(monkeypatch, layout):
-    """With STAND_IN_EDGE_SHIFT the plans of unaligned problems run the moved edge blocks: auto and
-    s11 (its stand-in) on odd shapes, batched, against float64."""
+    """With STAND_IN_EDGE_SHIFT (the runtime's setting) and without it, the plans of unaligned
+    problems: auto and s11 (its stand-in) on odd shapes, batched, against float64."""
     from gemmlab.check import check_stage
 
-    monkeypatch.setattr(s11_tma, "STAND_IN_EDGE_SHIFT", True)
-    for stage in ("s11", "auto"):
+    for stage, shift in (("s11", True), ("auto", True), ("auto", False)):
+        monkeypatch.setattr(s11_tma, "STAND_IN_EDGE_SHIFT", shift)
         for M, N, K, batch in ((333, 555, 777, 8), (1001, 999, 301, None), (255, 257, 259, None), (97, 4001, 33, None)):
             r = check_stage(stage, M, N, K, layout, batch=batch)
-            assert r.correct, (stage, layout, M, N, K, batch, r)
+            assert r.correct, (stage, shift, layout, M, N, K, batch, r)
