@@ -1068,7 +1068,7 @@ def test_the_s10_stand_in_of_an_nt_problem_on_4_byte_copies(monkeypatch):
     """s11_tma.s10_config_for with the problem: an nt problem on 4-byte copies (both fragments
     K-major) takes one block an SM fewer where a thread has at most 128 registers, and at most 4
     groups of k unrolled; 64x64 x3 (170 registers), other layouts, 16-byte copies and the rule
-    switched off keep the tile's config."""
+    switched off keep the tile's config (on 4-byte copies with its edge blocks moved, edge_shift 1)."""
     from gemmlab.heuristics import space
 
     by = {c.label: c for c in space.SM90}
@@ -1080,18 +1080,19 @@ def test_the_s10_stand_in_of_an_nt_problem_on_4_byte_copies(monkeypatch):
         return cfg
 
     plain = lambda label: s11_tma.s10_config_for(by[label].config())  # noqa: E731
+    moved = lambda label: {**plain(label), "edge_shift": 1}  # noqa: E731  (STAND_IN_EDGE_SHIFT, on 4-byte copies)
     assert plain("128x64 w32x32 x2")["min_blocks"] == 2
     assert stand_in("128x64 w32x32 x2", "nt")["min_blocks"] == 1
     assert stand_in("128x128 w32x64 x2", "nt")["min_blocks"] == 1
     assert stand_in("32x64 w16x32 x4", "nt")["min_blocks"] == 3
-    assert stand_in("64x64 w32x32 x3", "nt") == plain("64x64 w32x32 x3")  # 170 registers: kept
+    assert stand_in("64x64 w32x32 x3", "nt") == moved("64x64 w32x32 x3")  # 170 registers: kept
     assert stand_in("128x256 w64x64 ku8", "nt")["k_unroll"] == 4 and plain("128x256 w64x64 ku8")["k_unroll"] == 8
     for layout in ("nn", "tn", "tt"):
-        assert stand_in("128x64 w32x32 x2", layout) == plain("128x64 w32x32 x2"), layout
+        assert stand_in("128x64 w32x32 x2", layout) == moved("128x64 w32x32 x2"), layout
     aligned = Problem.dense(256, 256, 256, "nt", 1, a_ptr=1 << 40, b_ptr=2 << 40, d_ptr=3 << 40)
     assert s11_tma.s10_config_for(by["128x64 w32x32 x2"].config(), aligned) == plain("128x64 w32x32 x2")
     monkeypatch.setattr(s11_tma, "NT_STAND_IN_FEWER_BLOCKS", False)
-    assert stand_in("128x64 w32x32 x2", "nt") == plain("128x64 w32x32 x2")
+    assert stand_in("128x64 w32x32 x2", "nt") == moved("128x64 w32x32 x2")
 
 
 # ---- s10 edge_shift: M/N edge blocks moved inside an operand on 4-byte copies ---------------------
