@@ -279,19 +279,18 @@ def s10_config_for(cfg, problem=None) -> dict:
     v = S10.variant(out, problem) if problem is not None else None
     if v is None or v["vec"]:  # 16-byte copies: as before
         return out
-    if STAND_IN_EDGE_SHIFT:
-        out = S10.config({**out, "edge_shift": 1})
-    if "a_vec" in v or "b_vec" in v:  # one operand on 16-byte copies: as before
-        return out
-    tight = REG_FILE // (S10.threads(out) * out["min_blocks"]) <= 128
-    if NT_STAND_IN_FEWER_BLOCKS and v["a_k_major"] and not v["b_n_major"]:
-        if tight and out["min_blocks"] > 1:
-            out = S10.config({**out, "min_blocks": out["min_blocks"] - 1})
-        if out["k_unroll"] > 4:
-            out = S10.config({**out, "k_unroll": 4})
-    elif STAND_IN_NO_PREFETCH_AT_128_REGISTERS and tight:
-        out = S10.config({**out, "frag_prefetch": 0})
-    return out
+    # the rules' changes, checked in one config (the model asks this for every candidate it ranks)
+    extra = {"edge_shift": 1} if STAND_IN_EDGE_SHIFT else {}
+    if "a_vec" not in v and "b_vec" not in v:  # both operands on 4-byte copies
+        tight = REG_FILE // (S10.threads(out) * out["min_blocks"]) <= 128
+        if NT_STAND_IN_FEWER_BLOCKS and v["a_k_major"] and not v["b_n_major"]:
+            if tight and out["min_blocks"] > 1:
+                extra["min_blocks"] = out["min_blocks"] - 1
+            if out["k_unroll"] > 4:
+                extra["k_unroll"] = 4
+        elif STAND_IN_NO_PREFETCH_AT_128_REGISTERS and tight:
+            extra["frag_prefetch"] = 0
+    return S10.config({**out, **extra}) if extra else out
 
 
 STAGE = Tma(
