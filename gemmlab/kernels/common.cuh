@@ -115,6 +115,15 @@ __device__ __forceinline__ void store_output4(const GemmArgs& args, const CView&
     *dst = out;
 }
 
+// Whether a tile's rows of D take 16-byte stores of 4 columns: D and its rows 16-byte aligned and,
+// where the tile's column origin may have been moved (COL0_MOVED, edge_origin below), col0 a
+// multiple of 4 (an origin on the tile grid always is).
+template <bool COL0_MOVED = false>
+__device__ __forceinline__ bool d_rows_take_16_bytes(const GemmArgs& args, int64 col0) {
+    return ((reinterpret_cast<unsigned long long>(args.D) | (unsigned long long)(args.ldd * 4) |
+             (COL0_MOVED ? static_cast<unsigned long long>(col0 * 4) : 0ull)) & 15) == 0;
+}
+
 // Edge blocks moved inside the operand (s10's EDGE_SHIFT). A block whose tile hangs over the M
 // (N) edge may start at extent - TILE instead, where extent >= TILE, so that its copies take no
 // bounds tests in that dimension. It still owns only the rows (columns) from its own multiple of

@@ -69,8 +69,7 @@ struct ClusterReduce {
                                                         unsigned tile_addr, int tid) {
         const int first = static_cast<int>(async::cluster_ctarank()) * BAND;
         const int rows = BLOCK_M - first < BAND ? BLOCK_M - first : BAND;
-        const bool d_vec = ((reinterpret_cast<unsigned long long>(args.D) | (unsigned long long)(args.ldd * 4) |
-                             (SHIFTED_N ? static_cast<unsigned long long>(col0 * 4) : 0ull)) & 15) == 0;
+        const bool d_vec = d_rows_take_16_bytes<SHIFTED_N>(args, col0);
         const int m_lo = skipped<BLOCK_M>(row0), n_lo = skipped<BLOCK_N>(col0);
         const CView c = c_view(args);
         for (int idx = tid; idx < rows * CHUNKS; idx += THREADS) {

@@ -297,8 +297,7 @@ struct WarpTileCore {
     template <bool SHIFTED_M = false, bool SHIFTED_N = false>
     __device__ __forceinline__ void store(const GemmArgs& args, int64 row0, int64 col0,
                                           const float (&acc)[THREAD_M][THREAD_N]) const {
-        const bool d_aligned = ((reinterpret_cast<unsigned long long>(args.D) | (unsigned long long)(args.ldd * 4) |
-                                 (SHIFTED_N ? static_cast<unsigned long long>(col0 * 4) : 0ull)) & 15) == 0;
+        const bool d_aligned = d_rows_take_16_bytes<SHIFTED_N>(args, col0);
         const CView c = c_view(args);
         if constexpr (CView::SEPARATE) {
             if (args.beta != 0.0f) {
