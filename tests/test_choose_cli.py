@@ -97,7 +97,7 @@ def test_the_heuristics_reason_follows_the_rules(monkeypatch):
 
 def test_the_stand_in_line_names_the_moved_edges(capsys, monkeypatch):
     """With s11's stand-in moving its edge blocks inside (STAND_IN_EDGE_SHIFT), the runs line says
-    so, and the json's config carries it; off (the runtime today), neither does."""
+    so, and the json's config carries it; on (the runtime since 2026-12-05) it does, off neither does."""
     from gemmlab.stages import s11_tma
 
     for on in (False, True):

@@ -392,8 +392,8 @@ STAGE = CpAsync(
         FRAG_PREFETCH_PARAM,
         Param("edge_shift", 0, "1: a block whose tile hangs over the M (N) edge of an operand on 4-byte copies starts "
               "at M - block_m (N - block_n) where M >= block_m, so its copies test only the last K tile, and its "
-              "epilogue skips the rows (columns) the block before it owns; 0: such a block tests every copy of every "
-              "K tile (16-byte copies always do)",
+              "epilogue skips the rows (columns) the block before it owns (s11's stand-in for unaligned operands sets 1: "
+              "s11_tma.STAND_IN_EDGE_SHIFT); 0: such a block tests every copy of every K tile (16-byte copies always do)",
               named_at_default=False),
     ),
     sass=("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDS.128", "FFMA"),
