@@ -238,6 +238,15 @@ for what in "$@"; do
       step "s10 with 64x32 warps (8x8 outputs a thread, as cuBLAS's 4-byte kernels) on the unaligned shapes s10 lost most"
       (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 200 python3 s10_tile_probe.py --w64x32 2>&1 | grep -v -i warn \
         | tee "$RES/s10-w64x32.txt" | tail -12) ;;
+    ncu-s10)
+      # s10's 4-byte path against cuBLAS where it falls shortest (the wide suite's minimum): stall
+      # reasons, instructions and shared-memory wavefronts; cuBLAS runs 64x128x8, 3 stages, 1x4 warps.
+      step "ncu: s10 4-byte path against cuBLAS (stall reasons)"
+      bash scripts/ncu_s10_deep.sh "333 555 777 tt 8" \
+        '{"block_m": 64, "block_n": 128, "warp_m": 64, "warp_n": 32, "block_k": 16, "stages": 3, "min_blocks": 3}' \
+        '{"block_m": 64, "block_n": 128, "warp_m": 64, "warp_n": 32, "block_k": 8, "stages": 3, "min_blocks": 3}' \
+        2>&1 | tee "$RES/ncu-s10-deep.txt" | tail -150
+      bash scripts/ncu_s10_deep.sh "455 97 743 nn 32" 2>&1 | tee "$RES/ncu-s10-deep-2.txt" | tail -60 ;;
     s10-spill-probe)
       step "s10 builds that spill in their K loop against spill-free ones (docs/stages/s10-s11.md)"
       (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 560 python3 s10_spill_probe.py 2>&1 | grep -v -i warn | tee "$RES/s10-spill-probe.txt" | tail -30) ;;
