@@ -1123,6 +1123,92 @@ def test_edge_shift_is_0_or_1_named_and_given_to_the_stand_in(monkeypatch):
         assert s11_tma.s10_config_for(tile, p)["edge_shift"] == 0, name
 
 
+# ---- s10 copy_parts: a K tile's copies in parts between the FFMAs ---------------------------------
+def test_copy_parts_checked_named_and_given_to_the_stand_in(monkeypatch):
+    """``copy_parts`` is 1, 2 or 4 and each part's groups of 4 k a whole multiple of k_unroll (2
+    with frag_prefetch), as the kernel's static_assert asks; it is the template's last argument,
+    named (cp2) only where not 1; s11's stand-in takes the most parts up to STAND_IN_COPY_PARTS
+    that the tile allows, on 4-byte copies only (off in the runtime until measured)."""
+    from gemmlab.heuristics import space
+
+    for bad, match in (({"copy_parts": 3}, "copy_parts=3 must be 1, 2 or 4"),
+                       ({"block_k": 16, "k_unroll": 2, "frag_prefetch": 0, "copy_parts": 4}, "copy_parts=4: each part"),
+                       ({"block_k": 32, "k_unroll": 4, "frag_prefetch": 0, "copy_parts": 4}, "whole multiple of k_unroll = 4"),
+                       ({"block_k": 8, "frag_prefetch": 1, "k_unroll": 1, "copy_parts": 2}, r"2 \(frag_prefetch\)")):
+        with pytest.raises(ConfigError, match=match):
+            S10.config(bad)
+    v = {"vec": 0, "a_k_major": 1, "b_n_major": 0}
+    two = S10.config({"copy_parts": 2})
+    assert S10.template(two, v).endswith(", 2>") and S10.template(S10.default_config, v).endswith(", 1>")
+    assert "_cp2_" in S10.kernel_name(two, v) and "_cp1_" not in S10.kernel_name(S10.default_config, v)
+    assert S10.kernel_name(S10.default_config, v).replace("_cp_async_", "_").count("_cp") == 0
+    tiles = {c.label: c.config() for c in space.SM90}
+    unaligned, aligned = dense(255, 257, 259, "nn"), dense(256, 256, 256, "nn")
+    assert s11_tma.STAND_IN_COPY_PARTS == 1
+    assert s11_tma.s10_config_for(tiles["64x128 w32x64 x2"], unaligned)["copy_parts"] == 1
+    monkeypatch.setattr(s11_tma, "STAND_IN_COPY_PARTS", 4)
+    got = {label: s11_tma.s10_config_for(tiles[label], unaligned)["copy_parts"]
+           for label in ("64x64 w32x32 x3", "128x64 w32x32 x2", "128x256 w64x64 ku4", "128x256 w64x64 ku8")}
+    # block_k 32 at k_unroll 2: 8 groups in 4 parts; 128x64 x2's stand-in runs block_k 16 (4 groups,
+    # prefetching: 2 parts); ku4 at block_k 32: 2 parts of 4 groups; ku8: one part
+    assert got == {"64x64 w32x32 x3": 4, "128x64 w32x32 x2": 2, "128x256 w64x64 ku4": 2, "128x256 w64x64 ku8": 1}, got
+    assert s11_tma.s10_config_for(tiles["64x64 w32x32 x3"], aligned)["copy_parts"] == 1
+    monkeypatch.setattr(s11_tma, "STAND_IN_COPY_PARTS", 2)
+    assert s11_tma.s10_config_for(tiles["64x64 w32x32 x3"], unaligned)["copy_parts"] == 2
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("tile", range(len(S10_TILES)))
+def test_gpu_s10_copy_parts(tile):
+    """copy_parts 2 and 4 (where the tile allows them) against float64, with edge_shift on and off:
+    every layout, transpose_in on and off, odd shapes with partial last tiles, smaller than a tile,
+    a K of one partial tile and of a few (the parts of a tile past K copy nothing), batched, one
+    operand 16-byte beside a 4-byte one, K in slices in a cluster."""
+    from gemmlab.check import check_stage
+
+    ran = 0
+    for parts in (2, 4):
+        for shift in (1, 0):
+            cfg = {**S10_TILES[tile], "copy_parts": parts, "edge_shift": shift}
+            if _invalid(cfg):
+                continue
+            ran += 1
+            for transpose_in in (1, 0):
+                c = {**cfg, "transpose_in": transpose_in}
+                for layout in ("nn", "nt", "tn", "tt"):
+                    for M, N, K, batch in ((333, 555, 777, None), (257, 301, 99, 3), (5, 7, 9, None), (129, 260, 13, None)):
+                        r = check_stage("s10", M, N, K, layout, config=c, batch=batch)
+                        assert r.correct, (c, layout, M, N, K, batch, r)
+            for layout, M, N, K in (("tn", 332, 555, 777), ("tt", 332, 555, 777)):
+                r = check_stage("s10", M, N, K, layout, config=cfg, batch=2)
+                assert r.correct, (cfg, layout, M, N, K, r)
+            r = check_stage("s10", 301, 203, 1001, "nt", config={**cfg, "split_k": 2})
+            assert r.correct, (cfg, r)
+    assert ran, f"no copy_parts config is legal for {S10_TILES[tile]}"
+
+
+def _invalid(cfg) -> bool:
+    try:
+        S10.config(cfg)
+    except ConfigError:
+        return True
+    return False
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", ["nn", "nt", "tn", "tt"])
+def test_gpu_stand_in_copy_parts_through_auto(monkeypatch, layout):
+    """With STAND_IN_COPY_PARTS at 4: auto and s11 (its stand-in) on unaligned odd shapes,
+    batched, against float64."""
+    from gemmlab.check import check_stage
+
+    monkeypatch.setattr(s11_tma, "STAND_IN_COPY_PARTS", 4)
+    for stage in ("s11", "auto"):
+        for M, N, K, batch in ((333, 555, 777, 8), (1001, 999, 301, None), (255, 257, 259, None), (97, 4001, 33, None)):
+            r = check_stage(stage, M, N, K, layout, batch=batch)
+            assert r.correct, (stage, layout, M, N, K, batch, r)
+
+
 # The stand-ins with the fewest registers to spare (scripts/s10_spill_scan.py): 128x256 and 256x128
 # ku4 nt at 244-255 registers, in a cluster too; 128x64 x2 and 64x64 x3, which spill a little already.
 EDGE_SHIFT_TIGHT = [("128x256 w64x64 ku4", "nt", 1), ("128x256 w64x64 ku4", "nt", 2), ("256x128 w64x64 ku4", "nt", 2),

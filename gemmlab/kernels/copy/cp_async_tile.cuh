@@ -57,24 +57,36 @@ struct TileCopier {
     // M/N/K edges) skips the per-copy bounds tests and source selects. The 16-byte copies keep the
     // one path: they are a quarter as many, and the second copy of the code made ptxas spill s10's
     // 128x256 nt kernel for sm_80.
-    __device__ __forceinline__ void copy_and_advance(unsigned tile, int k_left, int fixed_left,
-                                                     const float* any_valid) {
+    // COPY_PARTS (s10's copy_parts): part PART of PARTS copies iterations [PART*ITERS/PARTS,
+    // (PART+1)*ITERS/PARTS), so the caller can spread a tile's copies between its FFMAs; advance()
+    // then steps to the next tile.
+    template <int PART = 0, int PARTS = 1>
+    __device__ __forceinline__ void copy_part(unsigned tile, int k_left, int fixed_left, const float* any_valid) const {
         const int outer_left = INNER_IS_K ? fixed_left : k_left;
         const int inner_left = INNER_IS_K ? k_left : fixed_left;
         if (!VEC && outer_left >= OUTER && inner_left >= INNER) {
-            copy<false>(tile, outer_left, inner_left, any_valid);
+            copy<false, PART * ITERS / PARTS, (PART + 1) * ITERS / PARTS>(tile, outer_left, inner_left, any_valid);
         } else {
-            copy<true>(tile, outer_left, inner_left, any_valid);
+            copy<true, PART * ITERS / PARTS, (PART + 1) * ITERS / PARTS>(tile, outer_left, inner_left, any_valid);
         }
-        src += tile_step;
+    }
+    __device__ __forceinline__ void advance() { src += tile_step; }
+    __device__ __forceinline__ void copy_and_advance(unsigned tile, int k_left, int fixed_left,
+                                                     const float* any_valid) {
+        copy_part(tile, k_left, fixed_left, any_valid);
+        advance();
     }
 
   private:
-    template <bool EDGE>
+    // Row steps taken before iteration `it` (the row pointer moves after each row's last iteration).
+    static __device__ __forceinline__ constexpr int rows_before(int it) { return ROWS_PER_ITER ? it : it / ITERS_PER_ROW; }
+
+    template <bool EDGE, int BEGIN, int END>
     __device__ __forceinline__ void copy(unsigned tile, int outer_left, int inner_left, const float* any_valid) const {
-        const float* row = src;  // walked with adds: no per-iteration 64-bit products to keep live
+        // walked with adds: no per-iteration 64-bit products to keep live
+        const float* row = BEGIN == 0 ? src : src + rows_before(BEGIN) * row_jump;
 #pragma unroll
-        for (int it = 0; it < ITERS; ++it) {
+        for (int it = BEGIN; it < END; ++it) {
             const int outer = outer0 + outer_step(it);
             const int inner = inner0 + inner_step(it);
             int dst_float;
@@ -142,23 +154,30 @@ struct TransposingCopier {
         tile_step = BLOCK_K * k_stride;
     }
 
-    // Same contract as TileCopier::copy_and_advance (fixed_left: rows of M or N left, x_left here).
-    __device__ __forceinline__ void copy_and_advance(unsigned tile, int k_left, int x_left, const float* any_valid) {
+    // Same contract as TileCopier::copy_part / advance / copy_and_advance (fixed_left: rows of M
+    // or N left, x_left here).
+    template <int PART = 0, int PARTS = 1>
+    __device__ __forceinline__ void copy_part(unsigned tile, int k_left, int x_left, const float* any_valid) const {
         if (x_left >= X && k_left >= BLOCK_K) {
-            copy<false>(tile, k_left, x_left, any_valid);
+            copy<false, PART * ITERS / PARTS, (PART + 1) * ITERS / PARTS>(tile, k_left, x_left, any_valid);
         } else {
-            copy<true>(tile, k_left, x_left, any_valid);
+            copy<true, PART * ITERS / PARTS, (PART + 1) * ITERS / PARTS>(tile, k_left, x_left, any_valid);
         }
-        src += tile_step;
+    }
+    __device__ __forceinline__ void advance() { src += tile_step; }
+    __device__ __forceinline__ void copy_and_advance(unsigned tile, int k_left, int x_left, const float* any_valid) {
+        copy_part(tile, k_left, x_left, any_valid);
+        advance();
     }
 
   private:
-    template <bool EDGE>
+    template <bool EDGE, int BEGIN, int END>
     __device__ __forceinline__ void copy(unsigned tile, int k_left, int x_left, const float* any_valid) const {
         const unsigned dst0 = tile + 4u * static_cast<unsigned>(k0 * LD + x0);
-        const float* from = src;
+        // iteration BEGIN's element: BEGIN / OCTETS wraps and the other steps k-octet jumps
+        const float* from = BEGIN == 0 ? src : src + (BEGIN / OCTETS) * wrap + (BEGIN - BEGIN / OCTETS) * k_jump;
 #pragma unroll
-        for (int it = 0; it < ITERS; ++it) {
+        for (int it = BEGIN; it < END; ++it) {
             const unsigned dst = dst0 + 4u * static_cast<unsigned>(k_step(it) * LD + x_step(it));
             if constexpr (EDGE) {
                 const bool in = x0 + x_step(it) < x_left && k0 + k_step(it) < k_left;
