@@ -240,19 +240,12 @@ for what in "$@"; do
         | tee "$RES/s10-w64x32.txt" | tail -12) ;;
     ncu-s10)
       # s10's 4-byte path against cuBLAS where it falls shortest (the wide suite's minimum): stall
-      # reasons, instructions and shared-memory wavefronts; auto's stand-in with its copies all
-      # after the barrier and in 2 parts (copy_parts); cuBLAS-like 64x128x8 of 1x4 warps.
+      # reasons per issued instruction, instructions, shared-memory wavefronts (docs/stages/s10-s11.md,
+      # "copies spread between the FFMAs"); auto's stand-in and s10 at 64x32 warps (8x8 a thread).
       step "ncu: s10 4-byte path against cuBLAS (stall reasons)"
       bash scripts/ncu_s10_deep.sh "333 555 777 tt 8" \
-        '{"block_m": 128, "block_n": 64, "warp_m": 32, "warp_n": 32, "block_k": 16, "stages": 4, "min_blocks": 2, "edge_shift": 1, "copy_parts": 2}' \
-        '{"block_m": 64, "block_n": 128, "warp_m": 64, "warp_n": 32, "block_k": 8, "stages": 3, "min_blocks": 3}' \
-        2>&1 | tee "$RES/ncu-s10-deep.txt" | tail -150 ;;
-    copy-parts-quick)
-      step "s10 stand-in copies in parts (copy_parts up to 2 and 4) against all after the barrier, on the s10 shapes"
-      (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 300 python3 model_variant_probe.py --variants as_is,copy_parts2,copy_parts4 \
-        333 555 777 tt 8 492 109 137 tn 32 455 97 743 nn 32 152 405 199 nt 1 99 296 337 nt 1 173 247 129 tt 4 \
-        1660 388 201 nn 1 759 189 317 tn 16 255 255 255 nt 32 741 552 125 tt 8 560 368 2097 nt 1 340 1145 2831 nt 1 \
-        2>&1 | grep -v -i warn | tee "$RES/copy-parts-quick.txt" | tail -16) ;;
+        '{"block_m": 64, "block_n": 128, "warp_m": 64, "warp_n": 32, "block_k": 16, "stages": 3, "min_blocks": 3, "edge_shift": 1}' \
+        2>&1 | tee "$RES/ncu-s10-stalls.txt" | tail -120 ;;
     s10-spill-probe)
       step "s10 builds that spill in their K loop against spill-free ones (docs/stages/s10-s11.md)"
       (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 560 python3 s10_spill_probe.py 2>&1 | grep -v -i warn | tee "$RES/s10-spill-probe.txt" | tail -30) ;;

@@ -66,10 +66,6 @@ VARIANTS = {
     # the runtime since 2026-12-05), or keeps them where they are (before): the same choices, other kernels
     "edge_shift": ((s11_tma, "STAND_IN_EDGE_SHIFT", True),),
     "edge_shift_off": ((s11_tma, "STAND_IN_EDGE_SHIFT", False),),
-    # s10's stand-in on 4-byte copies issues a K tile's copies in parts between its FFMAs (s10
-    # copy_parts), or all after the barrier (the runtime)
-    "copy_parts2": ((s11_tma, "STAND_IN_COPY_PARTS", 2),),
-    "copy_parts4": ((s11_tma, "STAND_IN_COPY_PARTS", 4),),
 }
 
 

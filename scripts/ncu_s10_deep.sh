@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ncu on s10's 4-byte path against cuBLAS on one unaligned shape: where the issue slots go
 # (warp stall reasons per issued instruction, instructions executed, shared-memory wavefronts).
+# Stall reasons under 0.05 cycles an issued instruction are left out.
 #   bash scripts/ncu_s10_deep.sh "M N K layout batch" ['{"block_m": 64, ...}' ...]
 # The first run is auto with cuBLAS beside it; each json config after it runs s10 alone.
 NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
@@ -8,9 +9,9 @@ M="gpu__time_duration.sum,sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_a
 shape=$1; shift
 run() {
   # shellcheck disable=SC2086
-  timeout 150 $NCU --clock-control none --profile-from-start off --section WarpStateStats --metrics $M --csv \
+  timeout 150 $NCU --clock-control none --profile-from-start off --metrics "$M,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio" --csv \
     python3 scripts/ncu_short.py $shape "$@" 2>/dev/null | grep -v "^==" \
-    | awk -F'","' '{print $5" | "$(NF-2)" | "$NF}' | sed 's/"//g' | grep -v -E "\| (0|0\.00)$" \
+    | awk -F'","' '{print $5" | "$(NF-2)" | "$NF}' | sed 's/"//g' | grep -v -E "\| (0(\.0*|\.0[0-4][0-9]*)?|n/a),?$" \
     | sed -E "s/^[^ ]*(sm80_xmma|cutlass)[^ ]*/cublas/" | cut -c1-230
 }
 echo "=== $shape: auto and cuBLAS"; run

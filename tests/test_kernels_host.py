@@ -60,6 +60,5 @@ def test_the_epilogues_store_each_output_once_in_place_and_moved(tmp_path):
 
 
 def test_s10_on_4_byte_copies_matches_an_exact_reference_with_and_without_edge_shift(tmp_path):
-    # 4 tiles x (4 layouts + 3 with one operand 16-byte) x 5 shapes x (plain, EDGE_SHIFT, and
-    # EDGE_SHIFT with the copies in 2 or 4 parts: COPY_PARTS)
-    _run(tmp_path, "s10_host.cpp", 420)
+    # 4 tiles x (4 layouts + 3 with one operand 16-byte) x 5 shapes x with and without EDGE_SHIFT
+    _run(tmp_path, "s10_host.cpp", 280)

@@ -32,8 +32,6 @@ namespace gemmlab {
 template <bool C, class T, class F> struct PickType { using type = T; };
 template <class T, class F> struct PickType<false, T, F> { using type = F; };
 template <bool C, class T, class F> using Pick = typename PickType<C, T, F>::type;
-// A compile-time int as a value (std::integral_constant without <type_traits> under NVRTC).
-template <int V> struct IntConst { static constexpr int value = V; };
 
 struct GemmArgs {
     const float* A;

@@ -37,7 +37,7 @@ namespace gemmlab {
 
 template <int BLOCK_M_, int BLOCK_N_, int BLOCK_K_, int WARP_M_, int WARP_N_, int K_UNROLL_, bool A_SWIZZLE_,
           int STAGES_, bool A_VEC_, bool B_VEC_, bool A_K_MAJOR_, bool B_N_MAJOR_, bool TRANSPOSE_IN_ = false,
-          bool FRAG_PREFETCH_ = false, int CLUSTER_K_ = 1, bool EDGE_SHIFT_ = false, int COPY_PARTS_ = 1>
+          bool FRAG_PREFETCH_ = false, int CLUSTER_K_ = 1, bool EDGE_SHIFT_ = false>
 struct S10CpAsync {
     // One operand at most, and only one on 4-byte copies (a 16-byte copy cannot transpose): A
     // K-major with B N-major (nn) into As[k][m], B K-major with A M-major (tt) into Bs[k][n]. In nt
@@ -61,11 +61,6 @@ struct S10CpAsync {
     static_assert(CLUSTER_K == 1 || Reduce::BYTES <= SMEM_BYTES, "cluster_k: the partial tile must fit in the stage buffers");
     // The edges moved inside: only an operand on 4-byte copies (A's rows for M, B's columns for N).
     static constexpr bool SHIFT_M = EDGE_SHIFT_ && !A_VEC_, SHIFT_N = EDGE_SHIFT_ && !B_VEC_;
-    // The next tile's copies in COPY_PARTS parts, each ahead of its share of the stage's groups of 4 k.
-    static constexpr int COPY_PARTS = COPY_PARTS_;
-    static_assert((COPY_PARTS == 1 || COPY_PARTS == 2 || COPY_PARTS == 4) && Core::K_GROUPS % COPY_PARTS == 0 &&
-                      (Core::K_GROUPS / COPY_PARTS) % (FRAG_PREFETCH_ ? 2 : K_UNROLL_) == 0,
-                  "copy_parts: divides block_k/4, each part's groups a multiple of k_unroll (2 with frag_prefetch)");
 
     // A K-major: As[m][k] swizzled; M-major: As[k][m]. B N-major: Bs[k][n]; K-major: Bs[n][k] swizzled.
     // (TRANSPOSE_IN: a K-major operand's TransposingCopier takes the same (x, k) strides.)
@@ -75,21 +70,6 @@ struct S10CpAsync {
     using CopyB = Pick<B_T, TransposingCopier<BLOCK_N, BLOCK_K, Core::B_LD, THREADS>,
                        TileCopier<B_N_MAJOR_ ? BLOCK_K : BLOCK_N, B_N_MAJOR_ ? BLOCK_N : BLOCK_K, !B_N_MAJOR_,
                                   !B_N_MAJOR_, B_VEC_, THREADS, Core>>;
-
-    // COPY_PARTS > 1: part P of the next tile's copies (into a_dst, b_dst), then part P of the
-    // current tile's groups of 4 k (from a_read, b_read).
-    template <int P>
-    static __device__ __forceinline__ void part(const Core& core, float (&acc)[Core::THREAD_M][Core::THREAD_N],
-                                                const CopyA& copy_a, const CopyB& copy_b, bool copy, unsigned a_dst,
-                                                unsigned b_dst, int k_left, int m_left, int n_left, const GemmArgs& args,
-                                                const float* a_read, const float* b_read) {
-        if (copy) {
-            copy_a.template copy_part<P, COPY_PARTS>(a_dst, k_left, m_left, args.A);
-            copy_b.template copy_part<P, COPY_PARTS>(b_dst, k_left, n_left, args.B);
-        }
-        constexpr int G = Core::K_GROUPS / COPY_PARTS;
-        core.template multiply<P * G, (P + 1) * G>(acc, a_read, b_read);
-    }
 
     static __device__ __forceinline__ void run(const GemmArgs& args, int64 row0, int64 col0, unsigned char* smem) {
         float* a_tiles = reinterpret_cast<float*>(smem);
@@ -143,32 +123,9 @@ struct S10CpAsync {
             async::wait_group<STAGES - 2>();
             // Everyone's copies are visible, and everyone has finished reading write_stage (tile-1).
             __syncthreads();
-            if constexpr (COPY_PARTS == 1) {
-                if (tile + STAGES - 1 < num_tiles) copy_tile(write_stage);
-                async::commit_group();
-                core.multiply(acc, a_tiles + read_stage * Core::A_TILE_FLOATS, b_tiles + read_stage * Core::B_TILE_FLOATS);
-            } else {
-                // The copies spread over the multiply: issued all at once after the barrier, every
-                // warp's 4-byte copies queued together while no warp of the block had FFMAs to issue.
-                const bool more = tile + STAGES - 1 < num_tiles;
-                const int k_left_tile = clamp_left(k_left);
-                const unsigned a_dst = a_smem + write_stage * (Core::A_TILE_FLOATS * 4);
-                const unsigned b_dst = b_smem + write_stage * (Core::B_TILE_FLOATS * 4);
-                const float* a_read = a_tiles + read_stage * Core::A_TILE_FLOATS;
-                const float* b_read = b_tiles + read_stage * Core::B_TILE_FLOATS;
-                part<0>(core, acc, copy_a, copy_b, more, a_dst, b_dst, k_left_tile, m_left, n_left, args, a_read, b_read);
-                part<1>(core, acc, copy_a, copy_b, more, a_dst, b_dst, k_left_tile, m_left, n_left, args, a_read, b_read);
-                if constexpr (COPY_PARTS > 2) {
-                    part<2>(core, acc, copy_a, copy_b, more, a_dst, b_dst, k_left_tile, m_left, n_left, args, a_read, b_read);
-                    part<3>(core, acc, copy_a, copy_b, more, a_dst, b_dst, k_left_tile, m_left, n_left, args, a_read, b_read);
-                }
-                if (more) {
-                    copy_a.advance();
-                    copy_b.advance();
-                    k_left -= BLOCK_K;
-                }
-                async::commit_group();  // the tile's group, committed before the next trip's wait
-            }
+            if (tile + STAGES - 1 < num_tiles) copy_tile(write_stage);
+            async::commit_group();
+            core.multiply(acc, a_tiles + read_stage * Core::A_TILE_FLOATS, b_tiles + read_stage * Core::B_TILE_FLOATS);
             read_stage = read_stage == STAGES - 1 ? 0 : read_stage + 1;
             write_stage = write_stage == STAGES - 1 ? 0 : write_stage + 1;
         }

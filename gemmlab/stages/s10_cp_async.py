@@ -96,14 +96,6 @@ class CpAsync(StageSpec):
             out.append(f"frag_prefetch={cfg['frag_prefetch']} must be -1 (auto), 0 or 1")
         if cfg.get("edge_shift", 0) not in (0, 1):
             out.append(f"edge_shift={cfg['edge_shift']} must be 0 or 1")
-        parts = cfg.get("copy_parts", 1)
-        if parts not in (1, 2, 4):
-            out.append(f"copy_parts={parts} must be 1, 2 or 4")
-        elif parts > 1 and bk in (8, 16, 32):
-            step = 2 if self.frag_prefetch(cfg) else cfg["k_unroll"]
-            if (bk // 4) % parts or (bk // 4 // parts) % step:
-                out.append(f"copy_parts={parts}: each part takes block_k/4/copy_parts groups of 4 k, which must be a "
-                           f"whole multiple of {'2 (frag_prefetch)' if self.frag_prefetch(cfg) else 'k_unroll'} = {step}")
         if not out:
             smem = self.smem_bytes(cfg, {}) + RESERVED_SMEM
             if smem > SMEM_LIMIT:
@@ -249,8 +241,7 @@ class CpAsync(StageSpec):
         return (f"gemmlab::S10CpAsync<{cfg['block_m']}, {cfg['block_n']}, {cfg['block_k']}, {cfg['warp_m']}, "
                 f"{cfg['warp_n']}, {cfg['k_unroll']}, {b(cfg['a_swizzle'])}, {cfg['stages']}, {b(a_vec)}, {b(b_vec)}, "
                 f"{b(variant['a_k_major'])}, {b(variant['b_n_major'])}, {b(cfg['transpose_in'] and not (a_vec and b_vec))}, "
-                f"{b(self.frag_prefetch(cfg))}, {variant.get('cluster_k', 1)}, {b(cfg.get('edge_shift', 0))}, "
-                f"{cfg.get('copy_parts', 1)}>")
+                f"{b(self.frag_prefetch(cfg))}, {variant.get('cluster_k', 1)}, {b(cfg.get('edge_shift', 0))}>")
 
     # ---- shared-memory addressing for the bank model ---------------------------------------
     def smem_accesses(self, cfg, variant=None):
@@ -404,8 +395,6 @@ STAGE = CpAsync(
               "epilogue skips the rows (columns) the block before it owns (s11's stand-in for unaligned operands sets 1: "
               "s11_tma.STAND_IN_EDGE_SHIFT); 0: such a block tests every copy of every K tile (16-byte copies always do)",
               named_at_default=False),
-        Param("copy_parts", 1, "the next K tile's cp.async copies in 1, 2 or 4 parts, each issued ahead of its share "
-              "of the stage's FFMAs (1: all of them after the barrier, before any FFMA)", named_at_default=False),
     ),
     sass=("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDS.128", "FFMA"),
     sass_scalar=("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDS.128", "FFMA"),

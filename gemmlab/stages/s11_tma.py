@@ -258,10 +258,6 @@ STAND_IN_NO_PREFETCH_AT_128_REGISTERS = False
 # (results/h200/logs/variants-edge-shift-16.txt, -18.txt): the s10 plans 2.0% and 2.1% faster
 # (geometric mean over 45 and 26 random shapes; 333x555x777x8 tt 98.4 -> 92.3 us), the worst -6.7%.
 STAND_IN_EDGE_SHIFT = True
-# An experiment (off until measured): the stand-in on 4-byte copies issues each K tile's copies in
-# parts between its FFMAs (s10 copy_parts: the most parts, up to this many, that its block_k and
-# k_unroll allow) instead of all of them after the barrier (docs/stages/s10-s11.md).
-STAND_IN_COPY_PARTS = 1
 
 
 def s10_config_for(cfg, problem=None) -> dict:
@@ -285,9 +281,6 @@ def s10_config_for(cfg, problem=None) -> dict:
         return out
     # the rules' changes, checked in one config (the model asks this for every candidate it ranks)
     extra = {"edge_shift": 1} if STAND_IN_EDGE_SHIFT else {}
-    parts = next((p for p in (4, 2) if p <= STAND_IN_COPY_PARTS and not S10.constraints({**out, "copy_parts": p})), 1)
-    if parts > 1:
-        extra["copy_parts"] = parts
     if "a_vec" not in v and "b_vec" not in v:  # both operands on 4-byte copies
         tight = REG_FILE // (S10.threads(out) * out["min_blocks"]) <= 128
         if NT_STAND_IN_FEWER_BLOCKS and v["a_k_major"] and not v["b_n_major"]:

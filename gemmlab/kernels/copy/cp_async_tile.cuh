@@ -57,36 +57,24 @@ struct TileCopier {
     // M/N/K edges) skips the per-copy bounds tests and source selects. The 16-byte copies keep the
     // one path: they are a quarter as many, and the second copy of the code made ptxas spill s10's
     // 128x256 nt kernel for sm_80.
-    // COPY_PARTS (s10's copy_parts): part PART of PARTS copies iterations [PART*ITERS/PARTS,
-    // (PART+1)*ITERS/PARTS), so the caller can spread a tile's copies between its FFMAs; advance()
-    // then steps to the next tile.
-    template <int PART = 0, int PARTS = 1>
-    __device__ __forceinline__ void copy_part(unsigned tile, int k_left, int fixed_left, const float* any_valid) const {
+    __device__ __forceinline__ void copy_and_advance(unsigned tile, int k_left, int fixed_left,
+                                                     const float* any_valid) {
         const int outer_left = INNER_IS_K ? fixed_left : k_left;
         const int inner_left = INNER_IS_K ? k_left : fixed_left;
         if (!VEC && outer_left >= OUTER && inner_left >= INNER) {
-            copy<false, PART * ITERS / PARTS, (PART + 1) * ITERS / PARTS>(tile, outer_left, inner_left, any_valid);
+            copy<false>(tile, outer_left, inner_left, any_valid);
         } else {
-            copy<true, PART * ITERS / PARTS, (PART + 1) * ITERS / PARTS>(tile, outer_left, inner_left, any_valid);
+            copy<true>(tile, outer_left, inner_left, any_valid);
         }
-    }
-    __device__ __forceinline__ void advance() { src += tile_step; }
-    __device__ __forceinline__ void copy_and_advance(unsigned tile, int k_left, int fixed_left,
-                                                     const float* any_valid) {
-        copy_part(tile, k_left, fixed_left, any_valid);
-        advance();
+        src += tile_step;
     }
 
   private:
-    // Row steps taken before iteration `it` (the row pointer moves after each row's last iteration).
-    static __device__ __forceinline__ constexpr int rows_before(int it) { return ROWS_PER_ITER ? it : it / ITERS_PER_ROW; }
-
-    template <bool EDGE, int BEGIN, int END>
+    template <bool EDGE>
     __device__ __forceinline__ void copy(unsigned tile, int outer_left, int inner_left, const float* any_valid) const {
-        // walked with adds: no per-iteration 64-bit products to keep live
-        const float* row = BEGIN == 0 ? src : src + rows_before(BEGIN) * row_jump;
+        const float* row = src;  // walked with adds: no per-iteration 64-bit products to keep live
 #pragma unroll
-        for (int it = BEGIN; it < END; ++it) {
+        for (int it = 0; it < ITERS; ++it) {
             const int outer = outer0 + outer_step(it);
             const int inner = inner0 + inner_step(it);
             int dst_float;
@@ -154,30 +142,23 @@ struct TransposingCopier {
         tile_step = BLOCK_K * k_stride;
     }
 
-    // Same contract as TileCopier::copy_part / advance / copy_and_advance (fixed_left: rows of M
-    // or N left, x_left here).
-    template <int PART = 0, int PARTS = 1>
-    __device__ __forceinline__ void copy_part(unsigned tile, int k_left, int x_left, const float* any_valid) const {
-        if (x_left >= X && k_left >= BLOCK_K) {
-            copy<false, PART * ITERS / PARTS, (PART + 1) * ITERS / PARTS>(tile, k_left, x_left, any_valid);
-        } else {
-            copy<true, PART * ITERS / PARTS, (PART + 1) * ITERS / PARTS>(tile, k_left, x_left, any_valid);
-        }
-    }
-    __device__ __forceinline__ void advance() { src += tile_step; }
+    // Same contract as TileCopier::copy_and_advance (fixed_left: rows of M or N left, x_left here).
     __device__ __forceinline__ void copy_and_advance(unsigned tile, int k_left, int x_left, const float* any_valid) {
-        copy_part(tile, k_left, x_left, any_valid);
-        advance();
+        if (x_left >= X && k_left >= BLOCK_K) {
+            copy<false>(tile, k_left, x_left, any_valid);
+        } else {
+            copy<true>(tile, k_left, x_left, any_valid);
+        }
+        src += tile_step;
     }
 
   private:
-    template <bool EDGE, int BEGIN, int END>
+    template <bool EDGE>
     __device__ __forceinline__ void copy(unsigned tile, int k_left, int x_left, const float* any_valid) const {
         const unsigned dst0 = tile + 4u * static_cast<unsigned>(k0 * LD + x0);
-        // iteration BEGIN's element: BEGIN / OCTETS wraps and the other steps k-octet jumps
-        const float* from = BEGIN == 0 ? src : src + (BEGIN / OCTETS) * wrap + (BEGIN - BEGIN / OCTETS) * k_jump;
+        const float* from = src;
 #pragma unroll
-        for (int it = BEGIN; it < END; ++it) {
+        for (int it = 0; it < ITERS; ++it) {
             const unsigned dst = dst0 + 4u * static_cast<unsigned>(k_step(it) * LD + x_step(it));
             if constexpr (EDGE) {
                 const bool in = x0 + x_step(it) < x_left && k0 + k_step(it) < k_left;

@@ -198,27 +198,23 @@ struct WarpTileCore {
     }
 
     // acc += A_tile * B_tile for one BLOCK_K-deep stage, K_UNROLL groups of 4 k per loop trip
-    // (full unrolling would let ptxas hoist so many loads that it runs out of registers). G0, G1:
-    // only the groups [G0, G1) of the stage (s10's copy_parts puts copies between the ranges).
-    template <int G0 = 0, int G1 = K_GROUPS>
+    // (full unrolling would let ptxas hoist so many loads that it runs out of registers).
     __device__ __forceinline__ void multiply(float (&acc)[THREAD_M][THREAD_N], const float* __restrict__ a_tile,
                                              const float* __restrict__ b_tile) const {
-        static_assert(0 <= G0 && G0 < G1 && G1 <= K_GROUPS, "multiply: a range of the stage's groups of 4 k");
         if constexpr (FRAG_PREFETCH) {
-            static_assert((G1 - G0) % 2 == 0, "frag_prefetch: the groups alternate between two buffers");
+            static_assert(K_GROUPS % 2 == 0, "frag_prefetch: the groups alternate between two buffers");
             float b0[4][THREAD_N], b1[4][THREAD_N];
-            load_b(G0, b_tile, b0);
+            load_b(0, b_tile, b0);
 #pragma unroll
-            for (int g = G0; g < G1; g += 2) {
+            for (int g = 0; g < K_GROUPS; g += 2) {
                 load_b(g + 1, b_tile, b1);
                 multiply_group(acc, g, a_tile, b0);
-                if (g + 2 < G1) load_b(g + 2, b_tile, b0);
+                if (g + 2 < K_GROUPS) load_b(g + 2, b_tile, b0);
                 multiply_group(acc, g + 1, a_tile, b1);
             }
         } else {
-            static_assert((G1 - G0) % K_UNROLL == 0, "multiply: k_unroll must divide the range's groups");
 #pragma unroll K_UNROLL
-            for (int g = G0; g < G1; ++g) {
+            for (int g = 0; g < K_GROUPS; ++g) {
                 float b[4][THREAD_N];
                 load_b(g, b_tile, b);
                 multiply_group(acc, g, a_tile, b);
