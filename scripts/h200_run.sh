@@ -246,6 +246,10 @@ for what in "$@"; do
       bash scripts/ncu_s10_deep.sh "333 555 777 tt 8" \
         '{"block_m": 64, "block_n": 128, "warp_m": 64, "warp_n": 32, "block_k": 16, "stages": 3, "min_blocks": 3, "edge_shift": 1}' \
         2>&1 | tee "$RES/ncu-s10-stalls.txt" | tail -120 ;;
+    s10-knobs)
+      step "auto's s10 config on the unaligned shapes s10 lost most, one knob changed at a time"
+      (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 220 python3 s10_tile_probe.py --knobs 2>&1 | grep -v -i warn \
+        | tee "$RES/s10-knobs.txt" | tail -12) ;;
     s10-spill-probe)
       step "s10 builds that spill in their K loop against spill-free ones (docs/stages/s10-s11.md)"
       (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 560 python3 s10_spill_probe.py 2>&1 | grep -v -i warn | tee "$RES/s10-spill-probe.txt" | tail -30) ;;

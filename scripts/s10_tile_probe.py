@@ -9,7 +9,9 @@ on small problems; results/h200/sweep-*/sweep.csv), against s10's 64x64 x3 and t
 with transpose_in as the stage decides, next to `auto` (its own split). ``--w64x32``: the same
 shapes with warps of 64x32 (8x8 outputs a thread and 4 warps, as cuBLAS's 64x128x8 warpsize1x4x1),
 whose s10 builds compile spill-free at block_k 16 (at block_k 8 they spill: 88 and 264 B of stack).
-    python3 scripts/s10_tile_probe.py [--small-k | --w64x32]"""
+``--knobs``: on the same shapes, the s10 config `auto` runs (its tile, split and stand-in rules)
+with one knob changed at a time: stages, block_k, k_unroll, frag_prefetch, min_blocks, group_m.
+    python3 scripts/s10_tile_probe.py [--small-k | --w64x32 | --knobs]"""
 import sys
 
 from gemmlab.bench.candidates import Operands
@@ -60,6 +62,55 @@ def small_k(configs):
         print(f"{M}x{N}x{K}x{b} {lay}: cuBLAS {cub:.1f} | auto {auto_us:.1f} [{auto_what}] | " + " | ".join(cells), flush=True)
 
 
+def knob_changes(cfg):
+    """(label, config) for auto's s10 config with one knob changed, each legal for s10."""
+    from gemmlab.stages import get
+    from gemmlab.errors import ConfigError
+
+    s10 = get("s10")
+    fp = 1 if s10.frag_prefetch(cfg) else 0
+    changes = [("stages-1", {"stages": cfg["stages"] - 1}), ("stages+1", {"stages": cfg["stages"] + 1}),
+               ("bk32 s3", {"block_k": 32, "stages": 3}), ("bk16 s4", {"block_k": 16, "stages": 4}),
+               ("ku1", {"k_unroll": 1}), ("ku4", {"k_unroll": 4}), (f"fp{1 - fp}", {"frag_prefetch": 1 - fp}),
+               ("mb-1", {"min_blocks": cfg["min_blocks"] - 1}), ("mb+1", {"min_blocks": cfg["min_blocks"] + 1}),
+               ("gm1", {"group_m": 1}), ("ti0", {"transpose_in": 0})]
+    out = []
+    for label, change in changes:
+        c = {**cfg, **change}
+        if c == cfg:
+            continue
+        try:
+            s10.config({k: v for k, v in c.items() if k != "split_k"})
+        except ConfigError:
+            continue
+        out.append((label, c))
+    return out
+
+
+def knobs():
+    from gemmlab import api
+
+    for M, N, K, lay, b in SMALL_K_SHAPES:
+        ops = Operands.make(M, N, K, lay, 0, batch=b)
+        plan, _ = api.prepare(ops.a, ops.b, out=ops.out, stage="auto", batched=ops.batched)
+        c = plan.choice
+        if c.spec.id != "s10":
+            print(f"{M}x{N}x{K}x{b} {lay}: auto runs {c.spec.id}, not s10", flush=True)
+            continue
+        cfg = {**c.config, "split_k": c.split_k}
+        rows = knob_changes(cfg)
+        compile_first([(ops, "s10", r) for _, r in rows] + [(ops, "s10", cfg)])
+        ops.reference()
+        cub = cublas_us(t, ops)
+        base, what, _ = run_checked(t, ops, "s10", cfg)
+        cells = [f"{label} {run_checked(t, ops, 's10', r)[0] / base:.3f}" for label, r in rows]
+        print(f"{M}x{N}x{K}x{b} {lay}: cuBLAS {cub:.1f} | auto's s10 {base:.1f} [{what} {cfg['block_k']}x{cfg['stages']} "
+              f"ku{cfg['k_unroll']} mb{cfg['min_blocks']}] | time / it: " + " | ".join(cells), flush=True)
+
+
+if "--knobs" in sys.argv:
+    knobs()
+    sys.exit(0)
 if "--small-k" in sys.argv or "--w64x32" in sys.argv:
     small_k(W64X32_CONFIGS if "--w64x32" in sys.argv else SMALL_K_CONFIGS)
     sys.exit(0)
