@@ -241,7 +241,7 @@ for what in "$@"; do
     ncu-s10)
       # s10's 4-byte path against cuBLAS where it falls shortest (the wide suite's minimum): stall
       # reasons per issued instruction, instructions, shared-memory wavefronts (docs/stages/s10-s11.md,
-      # "copies spread between the FFMAs"); auto's stand-in and s10 at 64x32 warps (8x8 a thread).
+      # "s10's copies spread between its FFMAs"); auto's stand-in and s10 at 64x32 warps (8x8 a thread).
       step "ncu: s10 4-byte path against cuBLAS (stall reasons)"
       bash scripts/ncu_s10_deep.sh "333 555 777 tt 8" \
         '{"block_m": 64, "block_n": 128, "warp_m": 64, "warp_n": 32, "block_k": 16, "stages": 3, "min_blocks": 3, "edge_shift": 1}' \
