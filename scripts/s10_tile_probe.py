@@ -10,7 +10,7 @@ with transpose_in as the stage decides, next to `auto` (its own split). ``--w64x
 shapes with warps of 64x32 (8x8 outputs a thread and 4 warps, as cuBLAS's 64x128x8 warpsize1x4x1),
 whose s10 builds compile spill-free at block_k 16 (at block_k 8 they spill: 88 and 264 B of stack).
 ``--knobs``: on the same shapes, the s10 config `auto` runs (its tile, split and stand-in rules)
-with one knob changed at a time: stages, block_k, k_unroll, frag_prefetch, min_blocks, group_m.
+with one knob changed at a time: stages, block_k, k_unroll, frag_prefetch, min_blocks, group_m, transpose_in.
     python3 scripts/s10_tile_probe.py [--small-k | --w64x32 | --knobs]"""
 import sys
 

@@ -23,13 +23,13 @@ extern "C" __global__ void __launch_bounds__(256) gemmlab_stream_k_fixup(
     int64 row0, col0;
     gemmlab::tile_corner(tiles - shared + t, M, N, bm, bn, group_m, row0, col0);
     const int64 slot_floats = (int64)bm * bn;
-    const bool d_vec = ((reinterpret_cast<unsigned long long>(D) | (unsigned long long)(ldd * 4)) & 15) == 0;
     const gemmlab::CView c{C, c_rs, c_cs};
     gemmlab::GemmArgs out{};  // what the common epilogue reads: D, ldd, alpha, beta
     out.D = D;
     out.ldd = ldd;
     out.alpha = alpha;
     out.beta = beta;
+    const bool d_vec = gemmlab::d_rows_take_16_bytes(out, col0);
     const int chunks = bn / 4;
     for (int idx = threadIdx.x; idx < bm * chunks; idx += blockDim.x) {
         const int r = idx / chunks, q = idx - r * chunks;
