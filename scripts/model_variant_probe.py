@@ -66,6 +66,9 @@ VARIANTS = {
     # the runtime since 2026-12-05), or keeps them where they are (before): the same choices, other kernels
     "edge_shift": ((s11_tma, "STAND_IN_EDGE_SHIFT", True),),
     "edge_shift_off": ((s11_tma, "STAND_IN_EDGE_SHIFT", False),),
+    # s10's stand-in on 4-byte copies crosses its barrier with the tile's last k in registers where
+    # the core reads the outer-product layout (s10 frag_carry: nn, tn, tt; an experiment, off in the runtime)
+    "frag_carry": ((s11_tma, "STAND_IN_FRAG_CARRY", True),),
 }
 
 

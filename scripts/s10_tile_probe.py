@@ -10,7 +10,8 @@ with transpose_in as the stage decides, next to `auto` (its own split). ``--w64x
 shapes with warps of 64x32 (8x8 outputs a thread and 4 warps, as cuBLAS's 64x128x8 warpsize1x4x1),
 whose s10 builds compile spill-free at block_k 16 (at block_k 8 they spill: 88 and 264 B of stack).
 ``--knobs``: on the same shapes, the s10 config `auto` runs (its tile, split and stand-in rules)
-with one knob changed at a time: stages, block_k, k_unroll, frag_prefetch, min_blocks, group_m, transpose_in.
+with one knob changed at a time: stages, block_k, k_unroll, frag_prefetch, min_blocks, group_m, transpose_in,
+frag_carry (also with a stage fewer; in nt it changes nothing and is left out).
     python3 scripts/s10_tile_probe.py [--small-k | --w64x32 | --knobs]"""
 import sys
 
@@ -62,8 +63,9 @@ def small_k(configs):
         print(f"{M}x{N}x{K}x{b} {lay}: cuBLAS {cub:.1f} | auto {auto_us:.1f} [{auto_what}] | " + " | ".join(cells), flush=True)
 
 
-def knob_changes(cfg):
-    """(label, config) for auto's s10 config with one knob changed, each legal for s10."""
+def knob_changes(cfg, variant):
+    """(label, config) for auto's s10 config with one knob changed, each legal for s10 (frag_carry
+    only where ``variant``'s layout takes it)."""
     from gemmlab.stages import get
     from gemmlab.errors import ConfigError
 
@@ -73,11 +75,12 @@ def knob_changes(cfg):
                ("bk32 s3", {"block_k": 32, "stages": 3}), ("bk16 s4", {"block_k": 16, "stages": 4}),
                ("ku1", {"k_unroll": 1}), ("ku4", {"k_unroll": 4}), (f"fp{1 - fp}", {"frag_prefetch": 1 - fp}),
                ("mb-1", {"min_blocks": cfg["min_blocks"] - 1}), ("mb+1", {"min_blocks": cfg["min_blocks"] + 1}),
-               ("gm1", {"group_m": 1}), ("ti0", {"transpose_in": 0})]
+               ("gm1", {"group_m": 1}), ("ti0", {"transpose_in": 0}), ("fc1", {"frag_carry": 1}),
+               ("fc1 s-1", {"frag_carry": 1, "stages": cfg["stages"] - 1})]
     out = []
     for label, change in changes:
         c = {**cfg, **change}
-        if c == cfg:
+        if c == cfg or (c.get("frag_carry") and not s10.carries(c, variant)):
             continue
         try:
             s10.config({k: v for k, v in c.items() if k != "split_k"})
@@ -98,7 +101,7 @@ def knobs():
             print(f"{M}x{N}x{K}x{b} {lay}: auto runs {c.spec.id}, not s10", flush=True)
             continue
         cfg = {**c.config, "split_k": c.split_k}
-        rows = knob_changes(cfg)
+        rows = knob_changes(cfg, plan.variant)
         compile_first([(ops, "s10", r) for _, r in rows] + [(ops, "s10", cfg)])
         ops.reference()
         cub = cublas_us(t, ops)

@@ -1,15 +1,19 @@
 """s10's kernel and the SIMT epilogues run on the CPU: the kernels' own headers compiled as C++,
 with the CUDA built-ins stood in for (tests/host/cuda_host.h: a CUDA thread is a std::thread,
 __syncthreads a barrier of the block's) and the PTX-level headers replaced by host versions
-(tests/host/ptx/: a cp.async copy lands when issued, a cluster's CTAs are arrays), under the
+(tests/host/ptx/: a cp.async copy lands when issued, or with HOST_CP_ASYNC_LAND_AT_WAIT at the
+latest wait that must see it; a cluster's CTAs are arrays), under the
 address and undefined-behaviour sanitizers. What the GPU tests check on the H200 end to end, these
 check on every CI run, without a GPU:
 - epilogue_host.cpp: WarpTileCore::store and the cluster reduce's store, thread by thread, for s10's
   tiles with the edge blocks in place and moved (EDGE_SHIFT): every output written once with the
   value of its place, beta read in place, the padding untouched, no misaligned 16-byte store;
 - s10_host.cpp: the whole s10 kernel on 4-byte copies (the copies' interior and edge paths,
-  transpose_in, the FFMAs, the epilogue), every layout, with and without EDGE_SHIFT, against an
-  exact integer reference; a read past an operand fails the address sanitizer."""
+  transpose_in, the FFMAs, the epilogue), every layout, with and without EDGE_SHIFT and
+  FRAG_CARRY, against an exact integer reference; a read past an operand fails the address
+  sanitizer. Built twice: copies landing when issued show a copy into a stage that another thread
+  may still read (a copy moved above its barrier: 48 of 504 cases wrong), copies landing at their
+  wait show a stage read before its wait (a wait_group one group too lax: 108 of 504)."""
 import shutil
 import subprocess
 from pathlib import Path
@@ -27,10 +31,10 @@ def _compiler():
     return None
 
 
-def _run(tmp_path, source, cases):
+def _run(tmp_path, source, cases, defines=()):
     """Build tests/host/``source`` against a copy of gemmlab/kernels with tests/host/ptx/ over its
     ptx/ (the copy: a header's own folder is searched first, so the real ptx/ headers would win),
-    run it, and check its last line says none of ``cases`` cases was wrong."""
+    run it, and check its last line says none of ``cases`` cases was wrong. ``defines``: -D flags."""
     cxx = _compiler()
     if cxx is None:
         pytest.skip("no C++ compiler (g++, c++ or clang++) on this machine")
@@ -42,7 +46,8 @@ def _run(tmp_path, source, cases):
 
     def build(sanitize):
         flags = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"] if sanitize else []
-        return subprocess.run([cxx, "-std=c++20", "-O1", "-Wno-unknown-pragmas", "-pthread", *flags, "-I", str(kernels),
+        return subprocess.run([cxx, "-std=c++20", "-O1", "-Wno-unknown-pragmas", "-pthread", *flags,
+                               *(f"-D{d}" for d in defines), "-I", str(kernels),
                                "-I", str(HOST), str(HOST / source), "-o", str(exe)], capture_output=True, text=True)
 
     built = build(sanitize=True)
@@ -59,6 +64,14 @@ def test_the_epilogues_store_each_output_once_in_place_and_moved(tmp_path):
     _run(tmp_path, "epilogue_host.cpp", 768)
 
 
+# 6 tiles (2 with FRAG_CARRY) x (4 layouts + 3 with one operand 16-byte) x 6 shapes x with and
+# without EDGE_SHIFT
+S10_HOST_CASES = 504
+
+
 def test_s10_on_4_byte_copies_matches_an_exact_reference_with_and_without_edge_shift(tmp_path):
-    # 4 tiles x (4 layouts + 3 with one operand 16-byte) x 5 shapes x with and without EDGE_SHIFT
-    _run(tmp_path, "s10_host.cpp", 280)
+    _run(tmp_path, "s10_host.cpp", S10_HOST_CASES)
+
+
+def test_s10_matches_with_copies_landing_at_the_wait_that_covers_them(tmp_path):
+    _run(tmp_path, "s10_host.cpp", S10_HOST_CASES, defines=("HOST_CP_ASYNC_LAND_AT_WAIT",))

@@ -1207,3 +1207,108 @@ def test_gpu_stand_in_edge_shift_through_auto(monkeypatch, layout):
         for M, N, K, batch in ((333, 555, 777, 8), (1001, 999, 301, None), (255, 257, 259, None), (97, 4001, 33, None)):
             r = check_stage(stage, M, N, K, layout, batch=batch)
             assert r.correct, (stage, shift, layout, M, N, K, batch, r)
+
+
+# ---- s10 frag_carry: the tile's last k carried over the K tile's barrier ---------------------------
+def test_frag_carry_is_0_or_1_named_and_taken_where_the_core_reads_the_outer_product_layout(monkeypatch):
+    """``frag_carry`` is 0 or 1, the template's last argument only where on (older sources and
+    kernels unchanged), named (fc1) only where on; it applies where the core reads A M-major and B
+    N-major (tn, and nn / tt on 4-byte copies with transpose_in), not in nt nor where transpose_in
+    is off in nn or tt; s11's stand-in takes it only with STAND_IN_FRAG_CARRY (off by default)."""
+    from gemmlab.heuristics import space
+
+    with pytest.raises(ConfigError, match="frag_carry=2 must be 0 or 1"):
+        S10.config({"frag_carry": 2})
+    v = {"vec": 0, "a_k_major": 1, "b_n_major": 1}
+    on, off = S10.config({"frag_carry": 1}), S10.default_config
+    assert S10.template(on, v).endswith(", false, true>") and S10.template(off, v).endswith(", 1, false>")
+    assert "_fc1_" in S10.kernel_name(on, v) and "_fc" not in S10.kernel_name(off, v)
+    layouts = {"nn": (1, 1), "nt": (1, 0), "tn": (0, 1), "tt": (0, 0)}
+    four = {lay: {"vec": 0, "a_k_major": a, "b_n_major": b} for lay, (a, b) in layouts.items()}
+    sixteen = {lay: {"vec": 1, "a_k_major": a, "b_n_major": b} for lay, (a, b) in layouts.items()}
+    assert {lay: S10.carries(on, x) for lay, x in four.items()} == {"nn": True, "nt": False, "tn": True, "tt": True}
+    assert {lay: S10.carries(on, x) for lay, x in sixteen.items()} == {"nn": False, "nt": False, "tn": True, "tt": False}
+    assert not any(S10.carries({**on, "transpose_in": 0}, four[lay]) for lay in ("nn", "nt", "tt"))
+    assert not any(S10.carries(off, x) for x in four.values())
+    tile = {c.label: c for c in space.SM90}["128x64 w32x32 x2"].config()
+    problems = {lay: dense(255, 257, 259, lay) for lay in layouts}
+    assert not s11_tma.STAND_IN_FRAG_CARRY
+    assert all(s11_tma.s10_config_for(tile, p).get("frag_carry", 0) == 0 for p in problems.values())
+    monkeypatch.setattr(s11_tma, "STAND_IN_FRAG_CARRY", True)
+    got = {lay: s11_tma.s10_config_for(tile, p).get("frag_carry", 0) for lay, p in problems.items()}
+    assert got == {"nn": 1, "nt": 0, "tn": 1, "tt": 1}
+    assert s11_tma.s10_config_for(tile, dense(256, 256, 256, "tn")).get("frag_carry", 0) == 0  # 16-byte: as before
+
+
+def _main_loop_after_barrier(cfg, layout):
+    """The opcodes of s10's K loop (the stand-in problem 255x257x259) from its barrier on, around
+    the back edge to the barrier again; the kernel's resources."""
+    from gemmlab.analysis import sass
+    from gemmlab.plan import kernel_for
+
+    p = Problem.dense(255, 257, 259, layout, 1, a_ptr=1 << 40, b_ptr=2 << 40, d_ptr=3 << 40)
+    ck = kernel_for(S10, cfg, S10.variant(cfg, p), "sm_90")
+    loop = [x.op for x in sass.main_loop(sass.instructions(ck.cubin))]
+    bar = next(i for i, op in enumerate(loop) if op.startswith("BAR.SYNC"))
+    return loop[bar:] + loop[:bar], sass.resources(ck.cubin)
+
+
+@pytest.mark.parametrize("layout", ["nn", "tn", "tt"])
+def test_frag_carry_loads_the_next_tile_and_multiplies_before_the_copies(layout):
+    """In the SASS of the stand-in most unaligned problems run (128x64 w32x32 x2, block_k 16, 4
+    stages, edge blocks moved): without frag_carry a warp leaves the barrier with the copies and
+    then its first fragment loads, no FFMA before the copies; with it, the next tile's first k
+    (2 + 1 LDS.128: 8 rows of A, 4 columns of B) and FFMAs of the carried k come before the first
+    copy. The K loop keeps its 512 FFMAs and 48 fragment loads, and nothing spills."""
+    cfg = S10.config({"block_m": 128, "block_n": 64, "warp_m": 32, "warp_n": 32, "block_k": 16, "stages": 4,
+                      "min_blocks": 2, "edge_shift": 1})
+    for carry in (0, 1):
+        loop, res = _main_loop_after_barrier({**cfg, "frag_carry": carry}, layout)
+        first_copy = next(i for i, op in enumerate(loop) if op.startswith("LDGSTS"))
+        before = loop[:first_copy]
+        loads = sum(op.startswith("LDS") and op.endswith(".128") for op in before)
+        ffmas = sum(op == "FFMA" for op in before)
+        assert (loads, ffmas > 0) == ((3, True) if carry else (0, False)), (carry, layout, loads, ffmas)
+        assert sum(op == "FFMA" for op in loop) == 512 and sum(op == "LDS.128" for op in loop) == 48, (carry, layout)
+        assert res.get("stack_bytes", 0) == 0 and res["registers"] <= 128, (carry, layout, res)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("tile", range(len(S10_TILES)))
+def test_gpu_s10_frag_carry(tile):
+    """frag_carry=1 against float64: every layout (nt and the 16-byte nn / tt without the carry),
+    with the edge blocks moved and not, transpose_in on and off; K of one partial tile, of fewer
+    tiles than stages and of many; 2 stages (tile t + 2 lands where tile t was, after the barrier
+    that follows tile t's last reads); batched; one operand 16-byte beside a 4-byte one; K in slices
+    added in a cluster and through the workspace. check_stage poisons the output with NaN."""
+    from gemmlab.check import check_stage
+
+    base = {**S10_TILES[tile], "frag_carry": 1}
+    for extra in ({"edge_shift": 1}, {"edge_shift": 0, "transpose_in": 0}, {"edge_shift": 1, "stages": 2}):
+        cfg = {**base, **extra}
+        for layout in ("nn", "nt", "tn", "tt"):
+            for M, N, K, batch in ((333, 555, 777, None), (257, 301, 99, 3), (5, 7, 9, None), (129, 260, 64, None),
+                                   (64, 128, 4001, None), (256, 256, 256, None)):
+                r = check_stage("s10", M, N, K, layout, config=cfg, batch=batch)
+                assert r.correct, (cfg, layout, M, N, K, batch, r)
+        for layout, M, N, K in (("tn", 332, 555, 777), ("tn", 333, 556, 777), ("tt", 332, 555, 777)):
+            r = check_stage("s10", M, N, K, layout, config=cfg, batch=2)
+            assert r.correct, (cfg, layout, M, N, K, r)
+    for split in (2, 3):
+        for layout in ("nn", "tn", "tt"):
+            r = check_stage("s10", 301, 203, 1001, layout, config={**base, "edge_shift": 1, "split_k": split})
+            assert r.correct, (base, split, layout, r)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", ["nn", "nt", "tn", "tt"])
+def test_gpu_stand_in_frag_carry_through_auto(monkeypatch, layout):
+    """With STAND_IN_FRAG_CARRY on, the plans of unaligned problems (auto and s11's stand-in) on odd
+    shapes, batched, against float64."""
+    from gemmlab.check import check_stage
+
+    monkeypatch.setattr(s11_tma, "STAND_IN_FRAG_CARRY", True)
+    for stage in ("s11", "auto"):
+        for M, N, K, batch in ((333, 555, 777, 8), (1001, 999, 301, None), (255, 257, 259, None), (97, 4001, 33, None)):
+            r = check_stage(stage, M, N, K, layout, batch=batch)
+            assert r.correct, (stage, layout, M, N, K, batch, r)

@@ -24,6 +24,13 @@
 // CLUSTER_K > 1 (split-K in a cluster, sm_90): the gridDim.y = CLUSTER_K slices of K of a tile are
 // one thread block cluster and add their partials through distributed shared memory in the stage
 // buffers (epilogue/cluster_reduce.cuh, as in s11): no workspace and no reduce kernel.
+// FRAG_CARRY (the outer-product layout only: A M-major, B N-major, after TRANSPOSE_IN): the K
+// tile's barrier moves from before its first k to before the last k of the tile before, whose
+// fragments are then already in registers. After the barrier a warp loads the next tile's first
+// k, issues the copies and multiplies the carried k while those loads land, so no warp leaves the
+// barrier with only loads to wait on (cuBLAS's FFMA kernels cross their barrier that way). The
+// barrier after tile t's reads frees tile t's own stage, so the prologue fills all STAGES buffers
+// and tile t + STAGES lands where tile t was: as many tiles in flight as without it.
 // WarpTileCore (mma/warp_tile.cuh: fragment loads, FFMAs, epilogue) is shared with s11, which
 // replaces only the copies; TileCopier (copy/cp_async_tile.cuh) is this stage's copy.
 #pragma once
@@ -37,7 +44,7 @@ namespace gemmlab {
 
 template <int BLOCK_M_, int BLOCK_N_, int BLOCK_K_, int WARP_M_, int WARP_N_, int K_UNROLL_, bool A_SWIZZLE_,
           int STAGES_, bool A_VEC_, bool B_VEC_, bool A_K_MAJOR_, bool B_N_MAJOR_, bool TRANSPOSE_IN_ = false,
-          bool FRAG_PREFETCH_ = false, int CLUSTER_K_ = 1, bool EDGE_SHIFT_ = false>
+          bool FRAG_PREFETCH_ = false, int CLUSTER_K_ = 1, bool EDGE_SHIFT_ = false, bool FRAG_CARRY_ = false>
 struct S10CpAsync {
     // One operand at most, and only one on 4-byte copies (a 16-byte copy cannot transpose): A
     // K-major with B N-major (nn) into As[k][m], B K-major with A M-major (tt) into Bs[k][n]. In nt
@@ -61,6 +68,8 @@ struct S10CpAsync {
     static_assert(CLUSTER_K == 1 || Reduce::BYTES <= SMEM_BYTES, "cluster_k: the partial tile must fit in the stage buffers");
     // The edges moved inside: only an operand on 4-byte copies (A's rows for M, B's columns for N).
     static constexpr bool SHIFT_M = EDGE_SHIFT_ && !A_VEC_, SHIFT_N = EDGE_SHIFT_ && !B_VEC_;
+    // The last k carried over the barrier: where the core reads the outer-product layout.
+    static constexpr bool CARRY = FRAG_CARRY_ && Core::OUTER_PRODUCT;
 
     // A K-major: As[m][k] swizzled; M-major: As[k][m]. B N-major: Bs[k][n]; K-major: Bs[n][k] swizzled.
     // (TRANSPOSE_IN: a K-major operand's TransposingCopier takes the same (x, k) strides.)
@@ -110,24 +119,53 @@ struct S10CpAsync {
             for (int j = 0; j < Core::THREAD_N; ++j) acc[i][j] = 0.0f;
 
         const int num_tiles = static_cast<int>((args.K + BLOCK_K - 1) / BLOCK_K);
-        // Prologue: tiles 0..STAGES-2 in flight, one group each (empty groups keep the count uniform).
+        if constexpr (CARRY) {
+            // Prologue: tiles 0..STAGES-1 in flight, one group each (empty groups keep the count uniform).
 #pragma unroll
-        for (int s = 0; s < STAGES - 1; ++s) {
-            if (s < num_tiles) copy_tile(s);
-            async::commit_group();
-        }
-        int read_stage = 0, write_stage = STAGES - 1;
-        for (int tile = 0; tile < num_tiles; ++tile) {
-            // Tile `tile` is group number `tile`; STAGES-1+tile groups are committed, so allowing
-            // STAGES-2 pending means it has landed (for this thread's copies).
-            async::wait_group<STAGES - 2>();
-            // Everyone's copies are visible, and everyone has finished reading write_stage (tile-1).
+            for (int s = 0; s < STAGES; ++s) {
+                if (s < num_tiles) copy_tile(s);
+                async::commit_group();
+            }
+            async::wait_group<STAGES - 1>();  // tile 0 (this thread's copies) has landed
             __syncthreads();
-            if (tile + STAGES - 1 < num_tiles) copy_tile(write_stage);
-            async::commit_group();
-            core.multiply(acc, a_tiles + read_stage * Core::A_TILE_FLOATS, b_tiles + read_stage * Core::B_TILE_FLOATS);
-            read_stage = read_stage == STAGES - 1 ? 0 : read_stage + 1;
-            write_stage = write_stage == STAGES - 1 ? 0 : write_stage + 1;
+            typename Core::KFrag f;
+            core.load_k(f, a_tiles, b_tiles, 0);
+            int stage = 0;
+            for (int tile = 0; tile < num_tiles; ++tile) {
+                core.multiply_all_but_last(acc, a_tiles + stage * Core::A_TILE_FLOATS, b_tiles + stage * Core::B_TILE_FLOATS, f);
+                // STAGES + tile groups are committed; allowing STAGES-2 pending means tile + 1 has landed.
+                async::wait_group<STAGES - 2>();
+                // Everyone's copies of tile + 1 are visible, and everyone has read all of tile `tile`.
+                __syncthreads();
+                const int next = stage == STAGES - 1 ? 0 : stage + 1;
+                typename Core::KFrag g;  // the next tile's first k (past the last tile: a stage's stale data, unused)
+                core.load_k(g, a_tiles + next * Core::A_TILE_FLOATS, b_tiles + next * Core::B_TILE_FLOATS, 0);
+                if (tile + STAGES < num_tiles) copy_tile(stage);
+                async::commit_group();
+                core.ffma_k(acc, f);
+                f = g;
+                stage = next;
+            }
+        } else {
+            // Prologue: tiles 0..STAGES-2 in flight, one group each (empty groups keep the count uniform).
+#pragma unroll
+            for (int s = 0; s < STAGES - 1; ++s) {
+                if (s < num_tiles) copy_tile(s);
+                async::commit_group();
+            }
+            int read_stage = 0, write_stage = STAGES - 1;
+            for (int tile = 0; tile < num_tiles; ++tile) {
+                // Tile `tile` is group number `tile`; STAGES-1+tile groups are committed, so allowing
+                // STAGES-2 pending means it has landed (for this thread's copies).
+                async::wait_group<STAGES - 2>();
+                // Everyone's copies are visible, and everyone has finished reading write_stage (tile-1).
+                __syncthreads();
+                if (tile + STAGES - 1 < num_tiles) copy_tile(write_stage);
+                async::commit_group();
+                core.multiply(acc, a_tiles + read_stage * Core::A_TILE_FLOATS, b_tiles + read_stage * Core::B_TILE_FLOATS);
+                read_stage = read_stage == STAGES - 1 ? 0 : read_stage + 1;
+                write_stage = write_stage == STAGES - 1 ? 0 : write_stage + 1;
+            }
         }
         async::wait_group<0>();  // only empty groups can remain; nothing is left in flight on exit
         if constexpr (SHIFT_M || SHIFT_N) {

@@ -96,6 +96,8 @@ class CpAsync(StageSpec):
             out.append(f"frag_prefetch={cfg['frag_prefetch']} must be -1 (auto), 0 or 1")
         if cfg.get("edge_shift", 0) not in (0, 1):
             out.append(f"edge_shift={cfg['edge_shift']} must be 0 or 1")
+        if cfg.get("frag_carry", 0) not in (0, 1):
+            out.append(f"frag_carry={cfg['frag_carry']} must be 0 or 1")
         if not out:
             smem = self.smem_bytes(cfg, {}) + RESERVED_SMEM
             if smem > SMEM_LIMIT:
@@ -241,7 +243,17 @@ class CpAsync(StageSpec):
         return (f"gemmlab::S10CpAsync<{cfg['block_m']}, {cfg['block_n']}, {cfg['block_k']}, {cfg['warp_m']}, "
                 f"{cfg['warp_n']}, {cfg['k_unroll']}, {b(cfg['a_swizzle'])}, {cfg['stages']}, {b(a_vec)}, {b(b_vec)}, "
                 f"{b(variant['a_k_major'])}, {b(variant['b_n_major'])}, {b(cfg['transpose_in'] and not (a_vec and b_vec))}, "
-                f"{b(self.frag_prefetch(cfg))}, {variant.get('cluster_k', 1)}, {b(cfg.get('edge_shift', 0))}>")
+                f"{b(self.frag_prefetch(cfg))}, {variant.get('cluster_k', 1)}, {b(cfg.get('edge_shift', 0))}"
+                f"{', true' if cfg.get('frag_carry', 0) else ''}>")  # FRAG_CARRY: named where on (older sources unchanged)
+
+    @staticmethod
+    def carries(cfg, variant) -> bool:
+        """S10CpAsync::CARRY: ``frag_carry`` where the core reads the outer-product layout (A
+        M-major, B N-major: tn, or nn / tt with their K-major operand turned by ``transpose_in``)."""
+        if not cfg.get("frag_carry", 0):
+            return False
+        layout = CpAsync.smem_layout(cfg, variant)
+        return not layout["a_k_major"] and bool(layout["b_n_major"])
 
     # ---- shared-memory addressing for the bank model ---------------------------------------
     def smem_accesses(self, cfg, variant=None):
@@ -394,6 +406,11 @@ STAGE = CpAsync(
               "at M - block_m (N - block_n) where M >= block_m, so its copies test only the last K tile, and its "
               "epilogue skips the rows (columns) the block before it owns (s11's stand-in for unaligned operands sets 1: "
               "s11_tma.STAND_IN_EDGE_SHIFT); 0: such a block tests every copy of every K tile (16-byte copies always do)",
+              named_at_default=False),
+        Param("frag_carry", 0, "1: where the core reads A M-major and B N-major (tn; nn and tt with transpose_in), "
+              "the K tile's barrier sits before the last k of the tile before, whose fragments are already in "
+              "registers: after it a warp loads the next tile's first k, issues the copies and multiplies the "
+              "carried k (s10_cp_async.cuh FRAG_CARRY); 0: the barrier before a tile's first k (other layouts always)",
               named_at_default=False),
     ),
     sass=("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDS.128", "FFMA"),

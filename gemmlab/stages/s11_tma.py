@@ -258,6 +258,10 @@ STAND_IN_NO_PREFETCH_AT_128_REGISTERS = False
 # (results/h200/logs/variants-edge-shift-16.txt, -18.txt): the s10 plans 2.0% and 2.1% faster
 # (geometric mean over 45 and 26 random shapes; 333x555x777x8 tt 98.4 -> 92.3 us), the worst -6.7%.
 STAND_IN_EDGE_SHIFT = True
+# An experiment (CPU-built 2026-12-05, not yet measured): the stand-in on 4-byte copies crosses its
+# K tile's barrier with the tile's last k in registers (s10 frag_carry), where the core reads the
+# outer-product layout (nn, tn, tt); docs/stages/s10-s11.md.
+STAND_IN_FRAG_CARRY = False
 
 
 def s10_config_for(cfg, problem=None) -> dict:
@@ -265,7 +269,8 @@ def s10_config_for(cfg, problem=None) -> dict:
     for tiles of several blocks per SM whose s10 stages would be large). With ``problem``, where
     it runs on 4-byte copies: an nt problem one block an SM fewer where a thread has 128 registers
     or fewer, and k_unroll at most 4 (NT_STAND_IN_FEWER_BLOCKS); with STAND_IN_EDGE_SHIFT, the edge
-    blocks moved inside an operand on 4-byte copies (``edge_shift``)."""
+    blocks moved inside an operand on 4-byte copies (``edge_shift``); with STAND_IN_FRAG_CARRY, the
+    last k carried over the barrier where the core reads the outer-product layout (``frag_carry``)."""
     same = {k: cfg[k] for k in S10.default_config if k in cfg and k != "stages"}
     try:
         out = S10.config(same)
@@ -281,6 +286,8 @@ def s10_config_for(cfg, problem=None) -> dict:
         return out
     # the rules' changes, checked in one config (the model asks this for every candidate it ranks)
     extra = {"edge_shift": 1} if STAND_IN_EDGE_SHIFT else {}
+    if STAND_IN_FRAG_CARRY and S10.carries({**out, "frag_carry": 1}, v):
+        extra["frag_carry"] = 1
     if "a_vec" not in v and "b_vec" not in v:  # both operands on 4-byte copies
         tight = REG_FILE // (S10.threads(out) * out["min_blocks"]) <= 128
         if NT_STAND_IN_FEWER_BLOCKS and v["a_k_major"] and not v["b_n_major"]:

@@ -38,6 +38,11 @@ namespace gemmlab {
 // FRAG_PREFETCH: B's fragments of the next group of 4 k are loaded before this group's FFMAs, into
 // a second set of registers (the two alternate), so that a group's first FFMAs do not wait out the
 // LDS latency; without it ptxas hoists loads only within one trip of the loop (K_UNROLL groups).
+//
+// KFrag / load_k / ffma_k / multiply_all_but_last (the outer-product layout only: A M-major, B
+// N-major): one k at a time, the next k's fragments loaded before this k's FFMAs, and the tile's
+// last k left in registers for the caller, which may cross its barrier and load the next tile's
+// first k before those FFMAs (s10's FRAG_CARRY).
 template <int BLOCK_M, int BLOCK_N, int BLOCK_K, int WARP_M, int WARP_N, int K_UNROLL, bool A_SWIZZLE,
           bool A_K_MAJOR, bool B_N_MAJOR, int FFMA_ROTATE = 0, bool B_SCALAR = false, int A_LD_ = 0, int B_LD_ = 0,
           bool FRAG_PREFETCH = false>
@@ -45,6 +50,7 @@ struct WarpTileCore {
     // As[m][k] swizzled, with single rows 4 apart (else plain, with groups of 4 rows): a config choice.
     static constexpr bool A_ROWS_SWIZZLED = A_K_MAJOR && A_SWIZZLE;
     static constexpr bool COLS_IN_FOURS = B_N_MAJOR;  // col_of: runs of 4 consecutive columns
+    static constexpr bool OUTER_PRODUCT = !A_K_MAJOR && B_N_MAJOR;  // As[k][m] and Bs[k][n]: load_k
     static constexpr int LANES_M = 4, LANES_N = 8;
     static constexpr int THREAD_M = WARP_M / LANES_M, THREAD_N = WARP_N / LANES_N;
     static constexpr int WARPS_M = BLOCK_M / WARP_M, WARPS_N = BLOCK_N / WARP_N;
@@ -194,6 +200,58 @@ struct WarpTileCore {
                     }
                 }
             }
+        }
+    }
+
+    // One k of the outer-product layout: the thread's THREAD_M values of A and THREAD_N of B.
+    struct KFrag {
+        float a[THREAD_M];
+        float b[THREAD_N];
+    };
+
+    __device__ __forceinline__ void load_k(KFrag& f, const float* __restrict__ a_tile, const float* __restrict__ b_tile,
+                                           int k) const {
+        static_assert(OUTER_PRODUCT, "one k at a time: the outer-product layout (As[k][m], Bs[k][n])");
+#pragma unroll
+        for (int iq = 0; iq < THREAD_M / 4; ++iq) {
+            const float4 v = *reinterpret_cast<const float4*>(a_tile + k * A_LD + m_base + iq * (LANES_M * 4));
+            f.a[4 * iq + 0] = v.x;
+            f.a[4 * iq + 1] = v.y;
+            f.a[4 * iq + 2] = v.z;
+            f.a[4 * iq + 3] = v.w;
+        }
+#pragma unroll
+        for (int jq = 0; jq < THREAD_N / 4; ++jq) {
+            const float4 v = *reinterpret_cast<const float4*>(b_tile + k * B_LD + n_base + jq * (LANES_N * 4));
+            f.b[4 * jq + 0] = v.x;
+            f.b[4 * jq + 1] = v.y;
+            f.b[4 * jq + 2] = v.z;
+            f.b[4 * jq + 3] = v.w;
+        }
+    }
+
+    // acc += the outer product of one k's fragments (the FFMA order of multiply_group's).
+    __device__ __forceinline__ void ffma_k(float (&acc)[THREAD_M][THREAD_N], const KFrag& f) const {
+#pragma unroll
+        for (int i = 0; i < THREAD_M; ++i) {
+#pragma unroll
+            for (int jj = 0; jj < THREAD_N; ++jj) {
+                const int j = run_column(i % 4, jj);
+                acc[i][j] = fmaf(f.a[i], f.b[j], acc[i][j]);
+            }
+        }
+    }
+
+    // acc += k = 0 .. BLOCK_K-2 of the stage, f holding k 0's fragments on entry; on return f holds
+    // the last k's (loaded, not yet multiplied).
+    __device__ __forceinline__ void multiply_all_but_last(float (&acc)[THREAD_M][THREAD_N], const float* __restrict__ a_tile,
+                                                          const float* __restrict__ b_tile, KFrag& f) const {
+#pragma unroll
+        for (int k = 0; k + 1 < BLOCK_K; ++k) {
+            KFrag next;
+            load_k(next, a_tile, b_tile, k + 1);
+            ffma_k(acc, f);
+            f = next;
         }
     }
 
