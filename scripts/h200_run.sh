@@ -250,15 +250,16 @@ for what in "$@"; do
         2>&1 | tee "$RES/ncu-s10-stalls.txt" | tail -120 ;;
     frag-carry)
       # docs/stages/s10-s11.md, "The tile's last k carried over the barrier": its GPU tests, then the
-      # stand-in with it against the runtime on the s10 shapes of copy-parts-quick (the 5 nt among
-      # them do not change: a control) and more nn / tn / tt shapes on 4-byte copies.
+      # stand-in with it (the copies at the barrier, and after half the next tile: frag_carry_late)
+      # against the runtime on the s10 shapes of copy-parts-quick (the 5 nt among them do not
+      # change: a control) and more nn / tn / tt shapes on 4-byte copies.
       step "pytest -m gpu -k frag_carry"
       python3 -m pytest -m gpu -q -n ${NPROC:-16} --timeout 300 --timeout-method thread -p no:cacheprovider \
         tests/test_stages_s10_s11.py -k frag_carry > "$RES/gpu_frag_carry.txt" 2>&1
       grep -E "(FAILED|ERROR) " "$RES/gpu_frag_carry.txt" | sort -u | tail -20; tail -1 "$RES/gpu_frag_carry.txt"
       summary+=("frag_carry tests: $(tail -1 "$RES/gpu_frag_carry.txt")")
       step "the stand-in with the tile's last k carried over the barrier (frag_carry) against the runtime"
-      (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 420 python3 model_variant_probe.py --variants as_is,frag_carry \
+      (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 480 python3 model_variant_probe.py --variants as_is,frag_carry,frag_carry_late \
         333 555 777 tt 8 492 109 137 tn 32 455 97 743 nn 32 152 405 199 nt 1 99 296 337 nt 1 173 247 129 tt 4 \
         1660 388 201 nn 1 759 189 317 tn 16 255 255 255 nt 32 741 552 125 tt 8 560 368 2097 nt 1 340 1145 2831 nt 1 \
         777 555 333 tt 1 601 901 301 nn 1 1001 999 1003 nn 1 513 1025 257 tt 1 1999 333 1501 tt 1 601 1203 4099 nn 1 \

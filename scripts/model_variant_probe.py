@@ -69,6 +69,8 @@ VARIANTS = {
     # s10's stand-in on 4-byte copies crosses its barrier with the tile's last k in registers where
     # the core reads the outer-product layout (s10 frag_carry: nn, tn, tt; an experiment, off in the runtime)
     "frag_carry": ((s11_tma, "STAND_IN_FRAG_CARRY", True),),
+    # the same with the copies after half the next tile's k (s10 carry_copy_k), as cuBLAS issues them late
+    "frag_carry_late": ((s11_tma, "STAND_IN_FRAG_CARRY", True), (s11_tma, "STAND_IN_CARRY_COPY_AT", 0.5)),
 }
 
 

@@ -11,7 +11,8 @@ shapes with warps of 64x32 (8x8 outputs a thread and 4 warps, as cuBLAS's 64x128
 whose s10 builds compile spill-free at block_k 16 (at block_k 8 they spill: 88 and 264 B of stack).
 ``--knobs``: on the same shapes, the s10 config `auto` runs (its tile, split and stand-in rules)
 with one knob changed at a time: stages, block_k, k_unroll, frag_prefetch, min_blocks, group_m, transpose_in,
-frag_carry (also with a stage fewer; in nt it changes nothing and is left out).
+frag_carry (also with a stage fewer, and with the copies after half the next tile: carry_copy_k; in nt
+it changes nothing and is left out).
     python3 scripts/s10_tile_probe.py [--small-k | --w64x32 | --knobs]"""
 import sys
 
@@ -76,7 +77,8 @@ def knob_changes(cfg, variant):
                ("ku1", {"k_unroll": 1}), ("ku4", {"k_unroll": 4}), (f"fp{1 - fp}", {"frag_prefetch": 1 - fp}),
                ("mb-1", {"min_blocks": cfg["min_blocks"] - 1}), ("mb+1", {"min_blocks": cfg["min_blocks"] + 1}),
                ("gm1", {"group_m": 1}), ("ti0", {"transpose_in": 0}), ("fc1", {"frag_carry": 1}),
-               ("fc1 s-1", {"frag_carry": 1, "stages": cfg["stages"] - 1})]
+               ("fc1 s-1", {"frag_carry": 1, "stages": cfg["stages"] - 1}),
+               ("fc1 late", {"frag_carry": 1, "carry_copy_k": cfg["block_k"] // 2 - 1})]
     out = []
     for label, change in changes:
         c = {**cfg, **change}

@@ -64,9 +64,9 @@ def test_the_epilogues_store_each_output_once_in_place_and_moved(tmp_path):
     _run(tmp_path, "epilogue_host.cpp", 768)
 
 
-# 6 tiles (2 with FRAG_CARRY) x (4 layouts + 3 with one operand 16-byte) x 6 shapes x with and
-# without EDGE_SHIFT
-S10_HOST_CASES = 504
+# 7 tiles (3 with FRAG_CARRY, 2 of them with CARRY_COPY_K) x (4 layouts + 3 with one operand
+# 16-byte) x 6 shapes x with and without EDGE_SHIFT
+S10_HOST_CASES = 588
 
 
 def test_s10_on_4_byte_copies_matches_an_exact_reference_with_and_without_edge_shift(tmp_path):

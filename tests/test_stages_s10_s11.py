@@ -1223,6 +1223,12 @@ def test_frag_carry_is_0_or_1_named_and_taken_where_the_core_reads_the_outer_pro
     on, off = S10.config({"frag_carry": 1}), S10.default_config
     assert S10.template(on, v).endswith(", false, true>") and S10.template(off, v).endswith(", 1, false>")
     assert "_fc1_" in S10.kernel_name(on, v) and "_fc" not in S10.kernel_name(off, v)
+    late = S10.config({"frag_carry": 1, "carry_copy_k": 30})
+    assert S10.template(late, v).endswith(", false, true, 30>") and "_cck30_" in S10.kernel_name(late, v)
+    for bad in ({"carry_copy_k": 3}, {"frag_carry": 1, "carry_copy_k": 31}, {"frag_carry": 1, "carry_copy_k": -2},
+                {"frag_carry": 1, "block_k": 8, "carry_copy_k": 7}):
+        with pytest.raises(ConfigError, match=r"carry_copy_k=-?\d+ must be -1, or with frag_carry=1 a k of 0\.\."):
+            S10.config(bad)
     layouts = {"nn": (1, 1), "nt": (1, 0), "tn": (0, 1), "tt": (0, 0)}
     four = {lay: {"vec": 0, "a_k_major": a, "b_n_major": b} for lay, (a, b) in layouts.items()}
     sixteen = {lay: {"vec": 1, "a_k_major": a, "b_n_major": b} for lay, (a, b) in layouts.items()}
@@ -1238,6 +1244,11 @@ def test_frag_carry_is_0_or_1_named_and_taken_where_the_core_reads_the_outer_pro
     got = {lay: s11_tma.s10_config_for(tile, p).get("frag_carry", 0) for lay, p in problems.items()}
     assert got == {"nn": 1, "nt": 0, "tn": 1, "tt": 1}
     assert s11_tma.s10_config_for(tile, dense(256, 256, 256, "tn")).get("frag_carry", 0) == 0  # 16-byte: as before
+    assert s11_tma.STAND_IN_CARRY_COPY_AT is None and s11_tma.s10_config_for(tile, problems["tt"])["carry_copy_k"] == -1
+    monkeypatch.setattr(s11_tma, "STAND_IN_CARRY_COPY_AT", 0.5)
+    late = s11_tma.s10_config_for(tile, problems["tt"])
+    assert (late["block_k"], late["carry_copy_k"]) == (16, 7)  # after k 7 of 16: half the tile
+    assert s11_tma.s10_config_for(tile, problems["nt"]).get("carry_copy_k", -1) == -1
 
 
 def _main_loop_after_barrier(cfg, layout):
@@ -1271,20 +1282,28 @@ def test_frag_carry_loads_the_next_tile_and_multiplies_before_the_copies(layout)
         assert (loads, ffmas > 0) == ((3, True) if carry else (0, False)), (carry, layout, loads, ffmas)
         assert sum(op == "FFMA" for op in loop) == 512 and sum(op == "LDS.128" for op in loop) == 48, (carry, layout)
         assert res.get("stack_bytes", 0) == 0 and res["registers"] <= 128, (carry, layout, res)
+    # carry_copy_k 7: the copies after the FFMAs of k 7 of the next tile, so at least 8 k's FFMAs
+    # (8 x 32) lie between the barrier and the first copy
+    loop, res = _main_loop_after_barrier({**cfg, "frag_carry": 1, "carry_copy_k": 7}, layout)
+    first_copy = next(i for i, op in enumerate(loop) if op.startswith("LDGSTS"))
+    assert sum(op == "FFMA" for op in loop[:first_copy]) >= 8 * 32, layout
+    assert sum(op == "FFMA" for op in loop) == 512 and res.get("stack_bytes", 0) == 0, (layout, res)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("tile", range(len(S10_TILES)))
 def test_gpu_s10_frag_carry(tile):
     """frag_carry=1 against float64: every layout (nt and the 16-byte nn / tt without the carry),
-    with the edge blocks moved and not, transpose_in on and off; K of one partial tile, of fewer
+    with the edge blocks moved and not, transpose_in on and off, the copies at the barrier and after
+    a k of the next tile (carry_copy_k); K of one partial tile, of fewer
     tiles than stages and of many; 2 stages (tile t + 2 lands where tile t was, after the barrier
     that follows tile t's last reads); batched; one operand 16-byte beside a 4-byte one; K in slices
     added in a cluster and through the workspace. check_stage poisons the output with NaN."""
     from gemmlab.check import check_stage
 
     base = {**S10_TILES[tile], "frag_carry": 1}
-    for extra in ({"edge_shift": 1}, {"edge_shift": 0, "transpose_in": 0}, {"edge_shift": 1, "stages": 2}):
+    for extra in ({"edge_shift": 1}, {"edge_shift": 0, "transpose_in": 0}, {"edge_shift": 1, "stages": 2},
+                  {"edge_shift": 1, "carry_copy_k": 5}, {"edge_shift": 1, "stages": 2, "carry_copy_k": 0}):
         cfg = {**base, **extra}
         for layout in ("nn", "nt", "tn", "tt"):
             for M, N, K, batch in ((333, 555, 777, None), (257, 301, 99, 3), (5, 7, 9, None), (129, 260, 64, None),

@@ -31,6 +31,9 @@
 // barrier with only loads to wait on (cuBLAS's FFMA kernels cross their barrier that way). The
 // barrier after tile t's reads frees tile t's own stage, so the prologue fills all STAGES buffers
 // and tile t + STAGES lands where tile t was: as many tiles in flight as without it.
+// CARRY_COPY_K >= 0 (with FRAG_CARRY): those copies wait until after the FFMAs of k CARRY_COPY_K
+// of the next tile (as cuBLAS issues its copies late in a tile, between FFMAs, not at the barrier);
+// each tile's group is still committed in the trip that issues it, so the waits are the same.
 // WarpTileCore (mma/warp_tile.cuh: fragment loads, FFMAs, epilogue) is shared with s11, which
 // replaces only the copies; TileCopier (copy/cp_async_tile.cuh) is this stage's copy.
 #pragma once
@@ -44,7 +47,8 @@ namespace gemmlab {
 
 template <int BLOCK_M_, int BLOCK_N_, int BLOCK_K_, int WARP_M_, int WARP_N_, int K_UNROLL_, bool A_SWIZZLE_,
           int STAGES_, bool A_VEC_, bool B_VEC_, bool A_K_MAJOR_, bool B_N_MAJOR_, bool TRANSPOSE_IN_ = false,
-          bool FRAG_PREFETCH_ = false, int CLUSTER_K_ = 1, bool EDGE_SHIFT_ = false, bool FRAG_CARRY_ = false>
+          bool FRAG_PREFETCH_ = false, int CLUSTER_K_ = 1, bool EDGE_SHIFT_ = false, bool FRAG_CARRY_ = false,
+          int CARRY_COPY_K_ = -1>
 struct S10CpAsync {
     // One operand at most, and only one on 4-byte copies (a 16-byte copy cannot transpose): A
     // K-major with B N-major (nn) into As[k][m], B K-major with A M-major (tt) into Bs[k][n]. In nt
@@ -70,6 +74,8 @@ struct S10CpAsync {
     static constexpr bool SHIFT_M = EDGE_SHIFT_ && !A_VEC_, SHIFT_N = EDGE_SHIFT_ && !B_VEC_;
     // The last k carried over the barrier: where the core reads the outer-product layout.
     static constexpr bool CARRY = FRAG_CARRY_ && Core::OUTER_PRODUCT;
+    static constexpr int COPY_K = CARRY ? CARRY_COPY_K_ : -1;
+    static_assert(CARRY_COPY_K_ >= -1 && CARRY_COPY_K_ < BLOCK_K - 1, "carry_copy_k: -1 or a k of 0 .. block_k-2");
 
     // A K-major: As[m][k] swizzled; M-major: As[k][m]. B N-major: Bs[k][n]; K-major: Bs[n][k] swizzled.
     // (TRANSPOSE_IN: a K-major operand's TransposingCopier takes the same (x, k) strides.)
@@ -132,16 +138,33 @@ struct S10CpAsync {
             core.load_k(f, a_tiles, b_tiles, 0);
             int stage = 0;
             for (int tile = 0; tile < num_tiles; ++tile) {
-                core.multiply_all_but_last(acc, a_tiles + stage * Core::A_TILE_FLOATS, b_tiles + stage * Core::B_TILE_FLOATS, f);
-                // STAGES + tile groups are committed; allowing STAGES-2 pending means tile + 1 has landed.
+                if constexpr (COPY_K >= 0) {
+                    // Tile tile - 1 + STAGES into the stage of tile - 1 (freed at the last barrier), from
+                    // trip 1 on: group j still holds tile j, so the count below is the same.
+                    const int prev = stage == 0 ? STAGES - 1 : stage - 1;
+                    core.template multiply_all_but_last<COPY_K>(
+                        acc, a_tiles + stage * Core::A_TILE_FLOATS, b_tiles + stage * Core::B_TILE_FLOATS, f, [&] {
+                            if (tile > 0) {
+                                if (tile - 1 + STAGES < num_tiles) copy_tile(prev);
+                                async::commit_group();
+                            }
+                        });
+                } else {
+                    core.multiply_all_but_last(acc, a_tiles + stage * Core::A_TILE_FLOATS,
+                                               b_tiles + stage * Core::B_TILE_FLOATS, f);
+                }
+                // STAGES + tile groups are committed, group j holding tile j; allowing STAGES-2
+                // pending means tile + 1 has landed.
                 async::wait_group<STAGES - 2>();
                 // Everyone's copies of tile + 1 are visible, and everyone has read all of tile `tile`.
                 __syncthreads();
                 const int next = stage == STAGES - 1 ? 0 : stage + 1;
                 typename Core::KFrag g;  // the next tile's first k (past the last tile: a stage's stale data, unused)
                 core.load_k(g, a_tiles + next * Core::A_TILE_FLOATS, b_tiles + next * Core::B_TILE_FLOATS, 0);
-                if (tile + STAGES < num_tiles) copy_tile(stage);
-                async::commit_group();
+                if constexpr (COPY_K < 0) {
+                    if (tile + STAGES < num_tiles) copy_tile(stage);
+                    async::commit_group();
+                }
                 core.ffma_k(acc, f);
                 f = g;
                 stage = next;

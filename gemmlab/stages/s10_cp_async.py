@@ -98,6 +98,9 @@ class CpAsync(StageSpec):
             out.append(f"edge_shift={cfg['edge_shift']} must be 0 or 1")
         if cfg.get("frag_carry", 0) not in (0, 1):
             out.append(f"frag_carry={cfg['frag_carry']} must be 0 or 1")
+        ck = cfg.get("carry_copy_k", -1)
+        if ck != -1 and not (cfg.get("frag_carry", 0) == 1 and bk in (8, 16, 32) and 0 <= ck <= bk - 2):
+            out.append(f"carry_copy_k={ck} must be -1, or with frag_carry=1 a k of 0..block_k-2 = {bk - 2}")
         if not out:
             smem = self.smem_bytes(cfg, {}) + RESERVED_SMEM
             if smem > SMEM_LIMIT:
@@ -244,7 +247,15 @@ class CpAsync(StageSpec):
                 f"{cfg['warp_n']}, {cfg['k_unroll']}, {b(cfg['a_swizzle'])}, {cfg['stages']}, {b(a_vec)}, {b(b_vec)}, "
                 f"{b(variant['a_k_major'])}, {b(variant['b_n_major'])}, {b(cfg['transpose_in'] and not (a_vec and b_vec))}, "
                 f"{b(self.frag_prefetch(cfg))}, {variant.get('cluster_k', 1)}, {b(cfg.get('edge_shift', 0))}"
-                f"{', true' if cfg.get('frag_carry', 0) else ''}>")  # FRAG_CARRY: named where on (older sources unchanged)
+                f"{self._carry_args(cfg)}>")
+
+    @staticmethod
+    def _carry_args(cfg) -> str:
+        """FRAG_CARRY and CARRY_COPY_K, written only where set (older sources unchanged)."""
+        ck = cfg.get("carry_copy_k", -1)
+        if ck >= 0:
+            return f", true, {ck}"
+        return ", true" if cfg.get("frag_carry", 0) else ""
 
     @staticmethod
     def carries(cfg, variant) -> bool:
@@ -412,6 +423,9 @@ STAGE = CpAsync(
               "registers: after it a warp loads the next tile's first k, issues the copies and multiplies the "
               "carried k (s10_cp_async.cuh FRAG_CARRY); 0: the barrier before a tile's first k (other layouts always)",
               named_at_default=False),
+        Param("carry_copy_k", -1, "with frag_carry=1: the copies that refill a stage go after the FFMAs of this k "
+              "(0..block_k-2) of the tile after the barrier that frees it, as cuBLAS issues its copies late in a tile; "
+              "-1: right after that barrier", named_at_default=False),
     ),
     sass=("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDS.128", "FFMA"),
     sass_scalar=("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDS.128", "FFMA"),

@@ -262,6 +262,9 @@ STAND_IN_EDGE_SHIFT = True
 # K tile's barrier with the tile's last k in registers (s10 frag_carry), where the core reads the
 # outer-product layout (nn, tn, tt); docs/stages/s10-s11.md.
 STAND_IN_FRAG_CARRY = False
+# With it: None, the copies right after the barrier; a fraction f of the K tile, the copies after
+# the FFMAs of k = f * block_k - 1 of the next tile (s10 carry_copy_k).
+STAND_IN_CARRY_COPY_AT = None
 
 
 def s10_config_for(cfg, problem=None) -> dict:
@@ -288,6 +291,9 @@ def s10_config_for(cfg, problem=None) -> dict:
     extra = {"edge_shift": 1} if STAND_IN_EDGE_SHIFT else {}
     if STAND_IN_FRAG_CARRY and S10.carries({**out, "frag_carry": 1}, v):
         extra["frag_carry"] = 1
+        if STAND_IN_CARRY_COPY_AT is not None:
+            bk = out["block_k"]
+            extra["carry_copy_k"] = min(max(int(STAND_IN_CARRY_COPY_AT * bk) - 1, 0), bk - 2)
     if "a_vec" not in v and "b_vec" not in v:  # both operands on 4-byte copies
         tight = REG_FILE // (S10.threads(out) * out["min_blocks"]) <= 128
         if NT_STAND_IN_FEWER_BLOCKS and v["a_k_major"] and not v["b_n_major"]:

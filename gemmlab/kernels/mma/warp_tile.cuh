@@ -243,14 +243,20 @@ struct WarpTileCore {
     }
 
     // acc += k = 0 .. BLOCK_K-2 of the stage, f holding k 0's fragments on entry; on return f holds
-    // the last k's (loaded, not yet multiplied).
+    // the last k's (loaded, not yet multiplied). hook() runs after k HOOK_K's FFMAs (-1: never).
+    template <int HOOK_K = -1, class Hook = void (*)()>
     __device__ __forceinline__ void multiply_all_but_last(float (&acc)[THREAD_M][THREAD_N], const float* __restrict__ a_tile,
-                                                          const float* __restrict__ b_tile, KFrag& f) const {
+                                                          const float* __restrict__ b_tile, KFrag& f,
+                                                          Hook hook = nullptr) const {
+        static_assert(HOOK_K >= -1 && HOOK_K < BLOCK_K - 1, "the hook runs after one of k = 0 .. BLOCK_K-2");
 #pragma unroll
         for (int k = 0; k + 1 < BLOCK_K; ++k) {
             KFrag next;
             load_k(next, a_tile, b_tile, k + 1);
             ffma_k(acc, f);
+            if constexpr (HOOK_K >= 0) {
+                if (k == HOOK_K) hook();
+            }
             f = next;
         }
     }
