@@ -242,10 +242,12 @@ for what in "$@"; do
       # s10's 4-byte path against cuBLAS where it falls shortest (the wide suite's minimum): stall
       # reasons per issued instruction, instructions, shared-memory wavefronts (docs/stages/s10-s11.md,
       # "s10's copies spread between its FFMAs"); auto's stand-in, the stand-in with the tile's last
-      # k carried over the barrier (frag_carry), and s10 at 64x32 warps (8x8 a thread).
+      # k carried over the barrier (frag_carry; and its copies after half the next tile), and s10 at
+      # 64x32 warps (8x8 a thread).
       step "ncu: s10 4-byte path against cuBLAS (stall reasons)"
       bash scripts/ncu_s10_deep.sh "333 555 777 tt 8" \
         '{"block_m": 128, "block_n": 64, "warp_m": 32, "warp_n": 32, "block_k": 16, "stages": 4, "min_blocks": 2, "edge_shift": 1, "frag_carry": 1}' \
+        '{"block_m": 128, "block_n": 64, "warp_m": 32, "warp_n": 32, "block_k": 16, "stages": 4, "min_blocks": 2, "edge_shift": 1, "frag_carry": 1, "carry_copy_k": 7}' \
         '{"block_m": 64, "block_n": 128, "warp_m": 64, "warp_n": 32, "block_k": 16, "stages": 3, "min_blocks": 3, "edge_shift": 1}' \
         2>&1 | tee "$RES/ncu-s10-stalls.txt" | tail -120 ;;
     frag-carry)
