@@ -81,6 +81,16 @@ struct WarpTileCore {
         return (FFMA_ROTATE && B_N_MAJOR) ? (jj + (c + 2) % 4) % THREAD_N : jj;
     }
 
+    // dst[at .. at+3] = the 16-byte quad at src (one LDS.128).
+    template <int N>
+    static __device__ __forceinline__ void load_quad(float (&dst)[N], int at, const float* src) {
+        const float4 v = *reinterpret_cast<const float4*>(src);
+        dst[at + 0] = v.x;
+        dst[at + 1] = v.y;
+        dst[at + 2] = v.z;
+        dst[at + 3] = v.w;
+    }
+
     // Chunk c of row x of a [x][k] tile is stored at chunk c ^ f(x): the TMA SWIZZLE_32B/64B/128B
     // pattern for K_ROW_BYTES-wide rows (bits [4,4+log2 K_CHUNKS) of the byte offset XOR bits
     // [7,7+log2 K_CHUNKS)). Tiles are 1024-byte aligned, so offsets and addresses agree.
@@ -118,14 +128,8 @@ struct WarpTileCore {
 #pragma unroll
             for (int kk = 0; kk < 4; ++kk) {
 #pragma unroll
-                for (int jq = 0; jq < THREAD_N / 4; ++jq) {
-                    const float4 v = *reinterpret_cast<const float4*>(
-                        b_tile + (4 * g + kk) * B_LD + n_base + jq * (LANES_N * 4));
-                    b[kk][4 * jq + 0] = v.x;
-                    b[kk][4 * jq + 1] = v.y;
-                    b[kk][4 * jq + 2] = v.z;
-                    b[kk][4 * jq + 3] = v.w;
-                }
+                for (int jq = 0; jq < THREAD_N / 4; ++jq)
+                    load_quad(b[kk], 4 * jq, b_tile + (4 * g + kk) * B_LD + n_base + jq * (LANES_N * 4));
             }
         } else {
             const int chunk = g ^ b_swizzle;
@@ -173,14 +177,8 @@ struct WarpTileCore {
             for (int kk = 0; kk < 4; ++kk) {
                 float a[THREAD_M];
 #pragma unroll
-                for (int iq = 0; iq < THREAD_M / 4; ++iq) {
-                    const float4 v = *reinterpret_cast<const float4*>(
-                        a_tile + (4 * g + kk) * A_LD + m_base + iq * (LANES_M * 4));
-                    a[4 * iq + 0] = v.x;
-                    a[4 * iq + 1] = v.y;
-                    a[4 * iq + 2] = v.z;
-                    a[4 * iq + 3] = v.w;
-                }
+                for (int iq = 0; iq < THREAD_M / 4; ++iq)
+                    load_quad(a, 4 * iq, a_tile + (4 * g + kk) * A_LD + m_base + iq * (LANES_M * 4));
                 if constexpr (B_SCALAR) {
                     // Runs along M sharing B's value: the register-file reads are A's (banks
                     // alternating with the row) and the accumulator's.
@@ -213,21 +211,9 @@ struct WarpTileCore {
                                            int k) const {
         static_assert(OUTER_PRODUCT, "one k at a time: the outer-product layout (As[k][m], Bs[k][n])");
 #pragma unroll
-        for (int iq = 0; iq < THREAD_M / 4; ++iq) {
-            const float4 v = *reinterpret_cast<const float4*>(a_tile + k * A_LD + m_base + iq * (LANES_M * 4));
-            f.a[4 * iq + 0] = v.x;
-            f.a[4 * iq + 1] = v.y;
-            f.a[4 * iq + 2] = v.z;
-            f.a[4 * iq + 3] = v.w;
-        }
+        for (int iq = 0; iq < THREAD_M / 4; ++iq) load_quad(f.a, 4 * iq, a_tile + k * A_LD + m_base + iq * (LANES_M * 4));
 #pragma unroll
-        for (int jq = 0; jq < THREAD_N / 4; ++jq) {
-            const float4 v = *reinterpret_cast<const float4*>(b_tile + k * B_LD + n_base + jq * (LANES_N * 4));
-            f.b[4 * jq + 0] = v.x;
-            f.b[4 * jq + 1] = v.y;
-            f.b[4 * jq + 2] = v.z;
-            f.b[4 * jq + 3] = v.w;
-        }
+        for (int jq = 0; jq < THREAD_N / 4; ++jq) load_quad(f.b, 4 * jq, b_tile + k * B_LD + n_base + jq * (LANES_N * 4));
     }
 
     // acc += the outer product of one k's fragments (the FFMA order of multiply_group's).
