@@ -260,6 +260,14 @@ for what in "$@"; do
         tests/test_stages_s10_s11.py -k frag_carry > "$RES/gpu_frag_carry.txt" 2>&1
       grep -E "(FAILED|ERROR) " "$RES/gpu_frag_carry.txt" | sort -u | tail -20; tail -1 "$RES/gpu_frag_carry.txt"
       summary+=("frag_carry tests: $(tail -1 "$RES/gpu_frag_carry.txt")")
+      step "compute-sanitizer racecheck and synccheck: s10 with frag_carry (copies at the barrier, after k 7)"
+      for tool in racecheck synccheck; do
+        for fc in '{"block_m": 128, "block_n": 64, "warp_m": 32, "warp_n": 32, "block_k": 16, "stages": 4, "min_blocks": 2, "edge_shift": 1, "frag_carry": 1}' \
+                  '{"block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32, "block_k": 16, "stages": 2, "frag_carry": 1, "carry_copy_k": 7}'; do
+          timeout 120 compute-sanitizer --tool $tool python3 scripts/sanitize.py s10 --config "$fc" 2>&1 \
+            | tee -a "$RES/sanitize-frag-carry.txt" | grep -E "ERROR SUMMARY|WRONG|Error" | tail -3
+        done
+      done
       step "the stand-in with the tile's last k carried over the barrier (frag_carry) against the runtime"
       (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 480 python3 model_variant_probe.py --variants as_is,frag_carry,frag_carry_late \
         333 555 777 tt 8 492 109 137 tn 32 455 97 743 nn 32 152 405 199 nt 1 99 296 337 nt 1 173 247 129 tt 4 \
