@@ -279,6 +279,10 @@ for what in "$@"; do
       step "auto's s10 config on the unaligned shapes s10 lost most, one knob changed at a time"
       (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 220 python3 s10_tile_probe.py --knobs 2>&1 | grep -v -i warn \
         | tee "$RES/s10-knobs.txt" | tail -12) ;;
+    s10-carry)
+      step "s10 with the tile's last k carried over the barrier, at the stand-in's tile and at cuBLAS's 4-byte geometry"
+      (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 400 python3 s10_tile_probe.py --carry 2>&1 | grep -v -i warn \
+        | tee "$RES/s10-carry.txt" | tail -10) ;;
     s10-spill-probe)
       step "s10 builds that spill in their K loop against spill-free ones (docs/stages/s10-s11.md)"
       (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 560 python3 s10_spill_probe.py 2>&1 | grep -v -i warn | tee "$RES/s10-spill-probe.txt" | tail -30) ;;

@@ -13,7 +13,10 @@ whose s10 builds compile spill-free at block_k 16 (at block_k 8 they spill: 88 a
 with one knob changed at a time: stages, block_k, k_unroll, frag_prefetch, min_blocks, group_m, transpose_in,
 frag_carry (also with a stage fewer, and with the copies after half the next tile: carry_copy_k; in nt
 it changes nothing and is left out).
-    python3 scripts/s10_tile_probe.py [--small-k | --w64x32 | --knobs]"""
+``--carry``: the same shapes but nt (where frag_carry changes nothing), s10 with the tile's last k
+carried over the barrier (frag_carry) at auto's stand-in tile and at cuBLAS's 4-byte geometry
+(64x128x8, 3 stages, 8x8 outputs a thread: 64x128 w32x64), against the stand-in as the runtime builds it.
+    python3 scripts/s10_tile_probe.py [--small-k | --w64x32 | --knobs | --carry]"""
 import sys
 
 from gemmlab.bench.candidates import Operands
@@ -51,11 +54,21 @@ W64X32_CONFIGS = {
     "64x128 w64x32 bk16 s3 mb3": tile(64, 128, 64, 32, 3, bk=16, stages=3),
 }
 
+STAND_IN = tile(128, 64, 32, 32, 2, bk=16, stages=4) | {"edge_shift": 1}
+CARRY_CONFIGS = {
+    "128x64 bk16 s4 (stand-in)": STAND_IN,
+    "+fc1": {**STAND_IN, "frag_carry": 1},
+    "+fc1 cck7": {**STAND_IN, "frag_carry": 1, "carry_copy_k": 7},
+    "64x128 w32x64 bk8 s3 mb3 fc1": tile(64, 128, 32, 64, 3, bk=8, stages=3) | {"edge_shift": 1, "frag_carry": 1},
+    "64x128 w32x64 bk16 s3 mb2 fc1": tile(64, 128, 32, 64, 2, bk=16, stages=3) | {"edge_shift": 1, "frag_carry": 1},
+    "64x64 bk16 s3 mb3 fc1": tile(64, 64, 32, 32, 3, bk=16, stages=3) | {"edge_shift": 1, "frag_carry": 1},
+}
 
-def small_k(configs):
+
+def small_k(configs, shapes=SMALL_K_SHAPES):
     compile_first([(Operands.make(M, N, K, lay, 0, batch=b), "s10", c)
-                   for M, N, K, lay, b in SMALL_K_SHAPES for c in configs.values()])
-    for M, N, K, lay, b in SMALL_K_SHAPES:
+                   for M, N, K, lay, b in shapes for c in configs.values()])
+    for M, N, K, lay, b in shapes:
         ops = Operands.make(M, N, K, lay, 0, batch=b)
         ops.reference()
         cub = cublas_us(t, ops)
@@ -115,6 +128,9 @@ def knobs():
 
 if "--knobs" in sys.argv:
     knobs()
+    sys.exit(0)
+if "--carry" in sys.argv:
+    small_k(CARRY_CONFIGS, [s for s in SMALL_K_SHAPES if s[3] != "nt"])
     sys.exit(0)
 if "--small-k" in sys.argv or "--w64x32" in sys.argv:
     small_k(W64X32_CONFIGS if "--w64x32" in sys.argv else SMALL_K_CONFIGS)
