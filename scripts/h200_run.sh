@@ -250,24 +250,21 @@ for what in "$@"; do
         '{"block_m": 128, "block_n": 64, "warp_m": 32, "warp_n": 32, "block_k": 16, "stages": 4, "min_blocks": 2, "edge_shift": 1, "frag_carry": 1, "carry_copy_k": 7}' \
         '{"block_m": 64, "block_n": 128, "warp_m": 64, "warp_n": 32, "block_k": 16, "stages": 3, "min_blocks": 3, "edge_shift": 1}' \
         2>&1 | tee "$RES/ncu-s10-stalls.txt" | tail -120 ;;
-    frag-carry)
-      # docs/stages/s10-s11.md, "The tile's last k carried over the barrier": its GPU tests, then the
-      # stand-in with it (the copies at the barrier, and after half the next tile: frag_carry_late)
-      # against the runtime on the s10 shapes of copy-parts-quick (the 5 nt among them do not
-      # change: a control) and more nn / tn / tt shapes on 4-byte copies.
-      step "pytest -m gpu -k frag_carry"
-      python3 -m pytest -m gpu -q -n ${NPROC:-16} --timeout 300 --timeout-method thread -p no:cacheprovider \
-        tests/test_stages_s10_s11.py -k frag_carry > "$RES/gpu_frag_carry.txt" 2>&1
-      grep -E "(FAILED|ERROR) " "$RES/gpu_frag_carry.txt" | sort -u | tail -20; tail -1 "$RES/gpu_frag_carry.txt"
-      summary+=("frag_carry tests: $(tail -1 "$RES/gpu_frag_carry.txt")")
-      step "compute-sanitizer racecheck and synccheck: s10 with frag_carry (copies at the barrier, after k 7)"
+    sanitize-carry)
+      # s10 with frag_carry under compute-sanitizer (its GPU tests run with `tests`)
+      step "compute-sanitizer racecheck and synccheck: s10 with frag_carry (copies at the barrier; 2 stages, after k 7)"
       for tool in racecheck synccheck; do
         for fc in '{"block_m": 128, "block_n": 64, "warp_m": 32, "warp_n": 32, "block_k": 16, "stages": 4, "min_blocks": 2, "edge_shift": 1, "frag_carry": 1}' \
                   '{"block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32, "block_k": 16, "stages": 2, "frag_carry": 1, "carry_copy_k": 7}'; do
           timeout 120 compute-sanitizer --tool $tool python3 scripts/sanitize.py s10 --config "$fc" 2>&1 \
             | tee -a "$RES/sanitize-frag-carry.txt" | grep -E "ERROR SUMMARY|WRONG|Error" | tail -3
         done
-      done
+      done ;;
+    frag-carry)
+      # docs/stages/s10-s11.md, "The tile's last k carried over the barrier" (run `tests` first: its
+      # GPU tests): the stand-in with it (the copies at the barrier, and after half the next tile:
+      # frag_carry_late) against the runtime on the s10 shapes of copy-parts-quick (the 5 nt among
+      # them do not change: a control) and more nn / tn / tt shapes on 4-byte copies.
       step "the stand-in with the tile's last k carried over the barrier (frag_carry) against the runtime"
       (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 480 python3 model_variant_probe.py --variants as_is,frag_carry,frag_carry_late \
         333 555 777 tt 8 492 109 137 tn 32 455 97 743 nn 32 152 405 199 nt 1 99 296 337 nt 1 173 247 129 tt 4 \
@@ -275,6 +272,11 @@ for what in "$@"; do
         777 555 333 tt 1 601 901 301 nn 1 1001 999 1003 nn 1 513 1025 257 tt 1 1999 333 1501 tt 1 601 1203 4099 nn 1 \
         4095 1023 2049 tn 1 3333 1111 2222 tt 1 \
         2>&1 | grep -v -i warn | tee "$RES/frag-carry-quick.txt" | tail -24) ;;
+    frag-carry-validate)
+      # the quick probe's shapes decided it; a seed no probe has used says whether it holds
+      step "frag_carry against the runtime on random shapes of a fresh seed (23)"
+      (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 540 python3 model_variant_probe.py --random 120 --seed 23 \
+        --variants as_is,frag_carry 2>&1 | grep -v -i warn | tee "$RES/variants-frag-carry-23.txt" | tail -6) ;;
     s10-knobs)
       step "auto's s10 config on the unaligned shapes s10 lost most, one knob changed at a time"
       (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 220 python3 s10_tile_probe.py --knobs 2>&1 | grep -v -i warn \
