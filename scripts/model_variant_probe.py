@@ -27,6 +27,14 @@ def _eff(label, eff):
     return tuple(replace(c, efficiency=eff) if c.label == label else c for c in space.SM90)
 
 
+def _default(stage, name, value):
+    """``stage``'s params with ``name``'s default set to ``value`` and named at it (the kernels'
+    names then say so, and the plans count as changed)."""
+    from dataclasses import replace
+
+    return tuple(replace(p, default=value, named_at_default=True) if p.name == name else p for p in stage.params)
+
+
 VARIANTS = {
     "as_is": (),  # the runtime as it is (A/B of two builds: run the probe once with each on PYTHONPATH)
     # a split through the workspace charged 3 us more (ws3) than the model's launch (ws0)
@@ -71,6 +79,11 @@ VARIANTS = {
     "frag_carry": ((s11_tma, "STAND_IN_FRAG_CARRY", True),),
     # the same with the copies after half the next tile's k (s10 carry_copy_k), as cuBLAS issues them late
     "frag_carry_late": ((s11_tma, "STAND_IN_FRAG_CARRY", True), (s11_tma, "STAND_IN_CARRY_COPY_AT", 0.5)),
+    # every s10 / s11 kernel with its FFMA runs in serpentine order where the core reads the
+    # outer-product layout (ffma_serpentine's default 1: tn; nn with A transposed first; nn / tt on
+    # 4-byte copies; elsewhere the same code under another name)
+    "serpentine": ((get("s11"), "params", _default(get("s11"), "ffma_serpentine", 1)),
+                   (get("s10"), "params", _default(get("s10"), "ffma_serpentine", 1))),
 }
 
 

@@ -11,10 +11,11 @@ shapes with warps of 64x32 (8x8 outputs a thread and 4 warps, as cuBLAS's 64x128
 whose s10 builds compile spill-free at block_k 16 (at block_k 8 they spill: 88 and 264 B of stack).
 ``--knobs``: on the same shapes, the s10 config `auto` runs (its tile, split and stand-in rules)
 with one knob changed at a time: stages, block_k, k_unroll, frag_prefetch, min_blocks, group_m, transpose_in,
-frag_carry (also with a stage fewer, and with the copies after half the next tile: carry_copy_k; in nt
-it changes nothing and is left out).
+frag_carry (also with a stage fewer, and with the copies after half the next tile: carry_copy_k),
+ffma_serpentine (alone and with frag_carry); in nt the last two change nothing and are left out.
 ``--carry``: the same shapes but nt (where frag_carry changes nothing), s10 with the tile's last k
-carried over the barrier (frag_carry) at auto's stand-in tile and at cuBLAS's 4-byte geometry
+carried over the barrier (frag_carry) and its FFMA runs in serpentine order (ffma_serpentine) at
+auto's stand-in tile and at cuBLAS's 4-byte geometry
 (64x128x8, 3 stages, 8x8 outputs a thread: 64x128 w32x64), against the stand-in as the runtime builds it.
     python3 scripts/s10_tile_probe.py [--small-k | --w64x32 | --knobs | --carry]"""
 import sys
@@ -59,6 +60,8 @@ CARRY_CONFIGS = {
     "128x64 bk16 s4 (stand-in)": STAND_IN,
     "+fc1": {**STAND_IN, "frag_carry": 1},
     "+fc1 cck7": {**STAND_IN, "frag_carry": 1, "carry_copy_k": 7},
+    "+fs1": {**STAND_IN, "ffma_serpentine": 1},
+    "+fc1 fs1": {**STAND_IN, "frag_carry": 1, "ffma_serpentine": 1},
     "64x128 w32x64 bk8 s3 mb3 fc1": tile(64, 128, 32, 64, 3, bk=8, stages=3) | {"edge_shift": 1, "frag_carry": 1},
     "64x128 w32x64 bk16 s3 mb2 fc1": tile(64, 128, 32, 64, 2, bk=16, stages=3) | {"edge_shift": 1, "frag_carry": 1},
     "64x64 bk16 s3 mb3 fc1": tile(64, 64, 32, 32, 3, bk=16, stages=3) | {"edge_shift": 1, "frag_carry": 1},
@@ -91,11 +94,12 @@ def knob_changes(cfg, variant):
                ("mb-1", {"min_blocks": cfg["min_blocks"] - 1}), ("mb+1", {"min_blocks": cfg["min_blocks"] + 1}),
                ("gm1", {"group_m": 1}), ("ti0", {"transpose_in": 0}), ("fc1", {"frag_carry": 1}),
                ("fc1 s-1", {"frag_carry": 1, "stages": cfg["stages"] - 1}),
-               ("fc1 late", {"frag_carry": 1, "carry_copy_k": cfg["block_k"] // 2 - 1})]
+               ("fc1 late", {"frag_carry": 1, "carry_copy_k": cfg["block_k"] // 2 - 1}),
+               ("fs1", {"ffma_serpentine": 1}), ("fc1 fs1", {"frag_carry": 1, "ffma_serpentine": 1})]
     out = []
     for label, change in changes:
         c = {**cfg, **change}
-        if c == cfg or (c.get("frag_carry") and not s10.carries(c, variant)):
+        if c == cfg or ((c.get("frag_carry") or c.get("ffma_serpentine")) and not s10.outer_product(c, variant)):
             continue
         try:
             s10.config({k: v for k, v in c.items() if k != "split_k"})

@@ -150,6 +150,31 @@ def test_reuse_share_and_reuse_cache_hits():
     assert sass.ffma_register_stats(ins2)["reuse_hit_share"] == 0.0
 
 
+def test_reuse_cache_of_one_entry_per_slot_and_bank():
+    """cuBLAS's FFMA order (two B registers of different banks flagged in turn in slot 1): one
+    entry a slot serves only A's second use; one a slot and bank also serves B's from the third
+    FFMA on. A register of the other bank leaves an entry alone; one of the same bank read
+    without the flag takes it out."""
+    ins = _ins("""
+        FFMA R45, R82.reuse, R74.reuse, R45
+        FFMA R49, R82, R75.reuse, R49
+        FFMA R44, R83.reuse, R74.reuse, R44
+        FFMA R48, R83, R75.reuse, R48
+    """)
+    assert sass.ffma_register_stats(ins, banks=2)["reuse_hit_share"] == pytest.approx(2 / 12)
+    per_bank = sass.ffma_register_stats(ins, banks=2, reuse_per_bank=True)
+    assert per_bank["reuse_hit_share"] == pytest.approx(4 / 12)
+    # the 1st (R82, R74 in bank 0) and the 2nd (R75, R49 in bank 1) conflict; once both B registers
+    # are cached, the 3rd reads R83 and R44 (banks 1, 0) and the 4th R48 alone
+    assert per_bank["reg_bank_conflicts"] == 2
+    evicted = _ins("""
+        FFMA R1, R2, R4.reuse, R1
+        FFMA R3, R2, R6, R3
+        FFMA R5, R2, R4, R5
+    """)
+    assert sass.ffma_register_stats(evicted, banks=2, reuse_per_bank=True)["reuse_hit_share"] == 0.0
+
+
 def test_register_bank_conflicts():
     ins = _ins("""
         FFMA R0, R4, R8, R0

@@ -9,8 +9,8 @@ check on every CI run, without a GPU:
   tiles with the edge blocks in place and moved (EDGE_SHIFT): every output written once with the
   value of its place, beta read in place, the padding untouched, no misaligned 16-byte store;
 - s10_host.cpp: the whole s10 kernel on 4-byte copies (the copies' interior and edge paths,
-  transpose_in, the FFMAs, the epilogue), every layout, with and without EDGE_SHIFT and
-  FRAG_CARRY, against an exact integer reference; a read past an operand fails the address
+  transpose_in, the FFMAs, the epilogue), every layout, with and without EDGE_SHIFT,
+  FRAG_CARRY and FFMA_SERPENTINE, against an exact integer reference; a read past an operand fails the address
   sanitizer. Built twice: copies landing when issued show a copy into a stage that another thread
   may still read (a copy moved above its barrier: 48 of 504 cases wrong), copies landing at their
   wait show a stage read before its wait (a wait_group one group too lax: 108 of 504)."""
@@ -64,8 +64,8 @@ def test_the_epilogues_store_each_output_once_in_place_and_moved(tmp_path):
     _run(tmp_path, "epilogue_host.cpp", 768)
 
 
-# 7 tiles (3 with FRAG_CARRY, 2 of them with CARRY_COPY_K) x (4 layouts + 3 with one operand
-# 16-byte) x 6 shapes x with and without EDGE_SHIFT
+# 7 tiles (3 with FRAG_CARRY, 2 of them with CARRY_COPY_K; 2 with FFMA_SERPENTINE) x (4 layouts + 3
+# with one operand 16-byte) x 6 shapes x with and without EDGE_SHIFT
 S10_HOST_CASES = 588
 
 

@@ -1331,3 +1331,108 @@ def test_gpu_stand_in_frag_carry_through_auto(monkeypatch, layout):
         for M, N, K, batch in ((333, 555, 777, 8), (1001, 999, 301, None), (255, 257, 259, None), (97, 4001, 33, None)):
             r = check_stage(stage, M, N, K, layout, batch=batch)
             assert r.correct, (stage, layout, M, N, K, batch, r)
+
+
+# ---- ffma_serpentine: the FFMA runs of odd rows right to left (mma/warp_tile.cuh FFMA_ROTATE 2) ------
+def test_ffma_serpentine_is_0_or_1_named_and_passed_as_the_cores_ffma_order(monkeypatch):
+    """s10: the template's last argument (with frag_carry and carry_copy_k before it at their
+    defaults), named fs1 only where on; s11: FFMA_ROTATE 2, not with ffma_rotate; s11's stand-in
+    takes it only with STAND_IN_FFMA_SERPENTINE (off), where the core reads the outer-product layout."""
+    from gemmlab.heuristics import space
+
+    v = {"vec": 0, "a_k_major": 1, "b_n_major": 1}
+    on = S10.config({"ffma_serpentine": 1})
+    assert S10.template(on, v).endswith(", 1, false, false, -1, true>") and "_fs1_" in S10.kernel_name(on, v)
+    assert S10.template({**on, "frag_carry": 1}, v).endswith(", 1, false, true, -1, true>")
+    assert "_fs" not in S10.kernel_name(S10.default_config, v)
+    for spec in (S10, S11):
+        with pytest.raises(ConfigError, match="ffma_serpentine=2 must be 0 or 1"):
+            spec.config({"ffma_serpentine": 2})
+    with pytest.raises(ConfigError, match="one FFMA order at a time"):
+        S11.config({"ffma_serpentine": 1, "ffma_rotate": 1})
+    tn = {"a_k_major": 0, "b_n_major": 1}
+    assert ", 1, 2, false, 0, " in S11.template(S11.config({"ffma_serpentine": 1}), tn)
+    assert ", 1, 0, false, 0, " in S11.template(S11.default_config, tn)
+    tile = {c.label: c for c in space.SM90}["128x64 w32x32 x2"].config()
+    problems = {lay: dense(255, 257, 259, lay) for lay in ("nn", "nt", "tn", "tt")}
+    assert not s11_tma.STAND_IN_FFMA_SERPENTINE
+    assert all(s11_tma.s10_config_for(tile, p)["ffma_serpentine"] == 0 for p in problems.values())
+    monkeypatch.setattr(s11_tma, "STAND_IN_FFMA_SERPENTINE", True)
+    got = {lay: s11_tma.s10_config_for(tile, p)["ffma_serpentine"] for lay, p in problems.items()}
+    assert got == {"nn": 1, "nt": 0, "tn": 1, "tt": 1}
+
+
+def _loop_registers(spec, cfg, M, N, K, layout):
+    """The K loop's FFMA register statistics (2 banks, as the issue model prices them) and the
+    kernel's resources."""
+    from gemmlab.analysis import sass
+    from gemmlab.plan import kernel_for
+
+    p = Problem.dense(M, N, K, layout, 1, a_ptr=1 << 40, b_ptr=2 << 40, d_ptr=3 << 40)
+    ck = kernel_for(spec, cfg, spec.variant(cfg, p), "sm_90")
+    insns = sass.instructions(ck.cubin)
+    return sass.ffma_register_stats(sass.main_loop(insns), banks=2), sass.resources(ck.cubin), insns
+
+
+@pytest.mark.parametrize("layout", ["nn", "tn", "tt"])
+def test_ffma_serpentine_takes_b_from_the_reuse_cache_and_halves_nothing_else(layout):
+    """The stand-in most unaligned problems run (128x64 w32x32 x2 bk16 s4 es1, the outer-product
+    layout in nn, tn and tt): with the serpentine order the K loop's FFMAs take more operands from
+    the reuse cache and fewer read two registers of one bank (ptxas 13.0: 149-158 -> 93-95 of
+    512), with the same FFMAs and no spill; in nt (K-major fragments) the kernel is the same."""
+    cfg = S10.config({"block_m": 128, "block_n": 64, "warp_m": 32, "warp_n": 32, "block_k": 16, "stages": 4,
+                      "min_blocks": 2, "edge_shift": 1})
+    plain, _, _ = _loop_registers(S10, cfg, 255, 257, 259, layout)
+    serp, res, _ = _loop_registers(S10, {**cfg, "ffma_serpentine": 1}, 255, 257, 259, layout)
+    assert serp["ffma"] == plain["ffma"] == 512
+    assert serp["reg_bank_conflicts"] < 0.75 * plain["reg_bank_conflicts"], (plain, serp)
+    assert serp["reuse_hit_share"] > plain["reuse_hit_share"] + 0.05, (plain, serp)
+    assert res.get("stack_bytes", 0) == 0
+    _, _, nt_plain = _loop_registers(S10, cfg, 255, 257, 259, "nt")
+    _, _, nt_serp = _loop_registers(S10, {**cfg, "ffma_serpentine": 1}, 255, 257, 259, "nt")
+    assert [(x.op, x.operands) for x in nt_plain] == [(x.op, x.operands) for x in nt_serp]
+
+
+def test_ffma_serpentine_in_s11_tn():
+    """s11 at its default tile in tn (A M-major, B N-major by TMA): fewer FFMAs of the K loop read
+    two registers of one bank with the serpentine order (ptxas 13.0: 183 -> 145 of 1024)."""
+    plain, _, _ = _loop_registers(S11, S11.default_config, 4096, 4096, 4096, "tn")
+    serp, res, _ = _loop_registers(S11, S11.config({"ffma_serpentine": 1}), 4096, 4096, 4096, "tn")
+    assert serp["ffma"] == plain["ffma"] and serp["reg_bank_conflicts"] < 0.9 * plain["reg_bank_conflicts"]
+    assert res.get("stack_bytes", 0) == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("tile", range(len(S10_TILES)))
+def test_gpu_s10_ffma_serpentine(tile):
+    """ffma_serpentine=1 against float64: every layout, 4-byte and 16-byte copies, transpose_in on
+    and off, with frag_carry, batched, split in a cluster."""
+    from gemmlab.check import check_stage
+
+    for extra in ({"edge_shift": 1}, {"transpose_in": 0}, {"frag_carry": 1, "edge_shift": 1}):
+        cfg = {**S10_TILES[tile], "ffma_serpentine": 1, **extra}
+        for layout in ("nn", "nt", "tn", "tt"):
+            for M, N, K, batch in ((333, 555, 777, None), (257, 301, 99, 3), (5, 7, 9, None), (256, 256, 256, None)):
+                r = check_stage("s10", M, N, K, layout, config=cfg, batch=batch)
+                assert r.correct, (cfg, layout, M, N, K, batch, r)
+    r = check_stage("s10", 301, 203, 1001, "tt", config={**S10_TILES[tile], "ffma_serpentine": 1, "split_k": 2})
+    assert r.correct, r
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", ["nn", "nt", "tn", "tt"])
+def test_gpu_s11_ffma_serpentine(monkeypatch, layout):
+    """s11 with ffma_serpentine=1 against float64 (tn and tt with b_transpose take it; nn and nt
+    run as before), odd and batched shapes, its stand-in for unaligned ones; and auto with
+    STAND_IN_FFMA_SERPENTINE."""
+    from gemmlab.check import check_stage
+
+    for cfg in ({"ffma_serpentine": 1}, {"ffma_serpentine": 1, "k_unroll": 4},
+                {**BT_TILES["128x256 ku4 s3"], "ffma_serpentine": 1, "b_transpose": 1}):
+        for M, N, K, batch in ((512, 768, 1024, None), (1000, 1004, 512, 2), (333, 555, 777, None)):
+            r = check_stage("s11", M, N, K, layout, config=cfg, batch=batch)
+            assert r.correct, (cfg, layout, M, N, K, batch, r)
+    monkeypatch.setattr(s11_tma, "STAND_IN_FFMA_SERPENTINE", True)
+    for M, N, K, batch in ((333, 555, 777, 8), (255, 257, 259, None)):
+        r = check_stage("auto", M, N, K, layout, batch=batch)
+        assert r.correct, (layout, M, N, K, batch, r)

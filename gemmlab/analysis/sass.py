@@ -250,7 +250,7 @@ def _source_slots(x: Insn) -> list:
     return out
 
 
-def ffma_register_stats(insns, banks: int = 4) -> dict:
+def ffma_register_stats(insns, banks: int = 4, reuse_per_bank: bool = False) -> dict:
     """For the FFMAs in ``insns`` (in address order):
 
     - ``reuse_share``: share of register source operands carrying ``.reuse``;
@@ -258,9 +258,17 @@ def ffma_register_stats(insns, banks: int = 4) -> dict:
       the previous instruction);
     - ``reg_bank_conflicts``: FFMAs whose register-file reads include two different registers of
       one bank (reg % ``banks``); ``reg_bank_conflict_cycles``: the extra read cycles they cost.
+
+    ``reuse_per_bank``: a reuse cache of one entry per operand slot and register bank (reg % 2)
+    instead of one per slot: a register flagged ``.reuse`` stays until its slot reads another
+    register of its bank. cuBLAS's FFMA kernels flag two B registers of different banks in one slot
+    in turn (``FFMA R45, R82.reuse, R74.reuse`` / ``FFMA R49, R82, R75.reuse`` / ``FFMA R44,
+    R83.reuse, R74.reuse``), which only pays if both stay; a hypothesis, not what the issue model
+    was calibrated with (docs/stages/s10-s11.md, "Serpentine FFMA runs").
     """
     sources = flagged = hits = conflicts = cycles = n = 0
-    cache: dict[int, int] = {}
+    cache: dict = {}
+    entry = (lambda slot, reg: (slot, reg % 2)) if reuse_per_bank else (lambda slot, reg: slot)
     for x in insns:
         slots = _source_slots(x)
         if _is_ffma(x.op):
@@ -271,7 +279,7 @@ def ffma_register_stats(insns, banks: int = 4) -> dict:
                     continue
                 sources += 1
                 flagged += reuse
-                if cache.get(slot) == reg:
+                if cache.get(entry(slot, reg)) == reg:
                     hits += 1
                 else:
                     reads.add(reg)
@@ -279,7 +287,15 @@ def ffma_register_stats(insns, banks: int = 4) -> dict:
             extra = sum(v - 1 for v in per_bank.values())
             conflicts += extra > 0
             cycles += extra
-        cache = {slot: reg for slot, reg, reuse in slots if reuse and reg is not None}
+        if reuse_per_bank:
+            for slot, reg, reuse in slots:
+                if reg is not None and reg != 255:
+                    if reuse:
+                        cache[entry(slot, reg)] = reg
+                    else:
+                        cache.pop(entry(slot, reg), None)
+        else:
+            cache = {slot: reg for slot, reg, reuse in slots if reuse and reg is not None}
     return {
         "ffma": n,
         "ffma_source_registers": sources,

@@ -34,6 +34,8 @@
 // CARRY_COPY_K >= 0 (with FRAG_CARRY): those copies wait until after the FFMAs of k CARRY_COPY_K
 // of the next tile (as cuBLAS issues its copies late in a tile, between FFMAs, not at the barrier);
 // each tile's group is still committed in the trip that issues it, so the waits are the same.
+// FFMA_SERPENTINE: the core's FFMA runs in serpentine order (mma/warp_tile.cuh FFMA_ROTATE 2) where
+// it reads the outer-product layout.
 // WarpTileCore (mma/warp_tile.cuh: fragment loads, FFMAs, epilogue) is shared with s11, which
 // replaces only the copies; TileCopier (copy/cp_async_tile.cuh) is this stage's copy.
 #pragma once
@@ -48,7 +50,7 @@ namespace gemmlab {
 template <int BLOCK_M_, int BLOCK_N_, int BLOCK_K_, int WARP_M_, int WARP_N_, int K_UNROLL_, bool A_SWIZZLE_,
           int STAGES_, bool A_VEC_, bool B_VEC_, bool A_K_MAJOR_, bool B_N_MAJOR_, bool TRANSPOSE_IN_ = false,
           bool FRAG_PREFETCH_ = false, int CLUSTER_K_ = 1, bool EDGE_SHIFT_ = false, bool FRAG_CARRY_ = false,
-          int CARRY_COPY_K_ = -1>
+          int CARRY_COPY_K_ = -1, bool FFMA_SERPENTINE_ = false>
 struct S10CpAsync {
     // One operand at most, and only one on 4-byte copies (a 16-byte copy cannot transpose): A
     // K-major with B N-major (nn) into As[k][m], B K-major with A M-major (tt) into Bs[k][n]. In nt
@@ -58,7 +60,7 @@ struct S10CpAsync {
     static constexpr bool A_T = TRANSPOSE_IN_ && !A_VEC_ && A_K_MAJOR_ && B_N_MAJOR_;
     static constexpr bool B_T = TRANSPOSE_IN_ && !B_VEC_ && !B_N_MAJOR_ && !A_K_MAJOR_;
     using Core = WarpTileCore<BLOCK_M_, BLOCK_N_, BLOCK_K_, WARP_M_, WARP_N_, K_UNROLL_, A_SWIZZLE_, A_K_MAJOR_ && !A_T,
-                              B_N_MAJOR_ || B_T, 0, false, A_T ? BLOCK_M_ + 4 : 0, B_T ? BLOCK_N_ + 4 : 0,
+                              B_N_MAJOR_ || B_T, FFMA_SERPENTINE_ ? 2 : 0, false, A_T ? BLOCK_M_ + 4 : 0, B_T ? BLOCK_N_ + 4 : 0,
                               FRAG_PREFETCH_>;
     static constexpr int BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_, BLOCK_K = BLOCK_K_;
     static constexpr int STAGES = STAGES_;

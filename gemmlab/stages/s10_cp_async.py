@@ -98,6 +98,8 @@ class CpAsync(StageSpec):
             out.append(f"edge_shift={cfg['edge_shift']} must be 0 or 1")
         if cfg.get("frag_carry", 0) not in (0, 1):
             out.append(f"frag_carry={cfg['frag_carry']} must be 0 or 1")
+        if cfg.get("ffma_serpentine", 0) not in (0, 1):
+            out.append(f"ffma_serpentine={cfg['ffma_serpentine']} must be 0 or 1")
         ck = cfg.get("carry_copy_k", -1)
         if ck != -1 and not (cfg.get("frag_carry", 0) == 1 and bk in (8, 16, 32) and 0 <= ck <= bk - 2):
             out.append(f"carry_copy_k={ck} must be -1, or with frag_carry=1 a k of 0..block_k-2 = {bk - 2}")
@@ -247,24 +249,31 @@ class CpAsync(StageSpec):
                 f"{cfg['warp_n']}, {cfg['k_unroll']}, {b(cfg['a_swizzle'])}, {cfg['stages']}, {b(a_vec)}, {b(b_vec)}, "
                 f"{b(variant['a_k_major'])}, {b(variant['b_n_major'])}, {b(cfg['transpose_in'] and not (a_vec and b_vec))}, "
                 f"{b(self.frag_prefetch(cfg))}, {variant.get('cluster_k', 1)}, {b(cfg.get('edge_shift', 0))}"
-                f"{self._carry_args(cfg)}>")
+                f"{self._tail_args(cfg)}>")
 
     @staticmethod
-    def _carry_args(cfg) -> str:
-        """FRAG_CARRY and CARRY_COPY_K, written only where set (older sources unchanged)."""
-        ck = cfg.get("carry_copy_k", -1)
-        if ck >= 0:
-            return f", true, {ck}"
-        return ", true" if cfg.get("frag_carry", 0) else ""
+    def _tail_args(cfg) -> str:
+        """FRAG_CARRY, CARRY_COPY_K and FFMA_SERPENTINE, written up to the last one set (older
+        sources unchanged)."""
+        args = [("true" if cfg.get("frag_carry", 0) else "false", "false"),
+                (str(cfg.get("carry_copy_k", -1)), "-1"),
+                ("true" if cfg.get("ffma_serpentine", 0) else "false", "false")]
+        while args and args[-1][0] == args[-1][1]:
+            args.pop()
+        return "".join(f", {v}" for v, _ in args)
+
+    @staticmethod
+    def outer_product(cfg, variant) -> bool:
+        """WarpTileCore::OUTER_PRODUCT: the core reads A M-major and B N-major (tn, or nn / tt with
+        their K-major operand turned by ``transpose_in``), where ``frag_carry`` and
+        ``ffma_serpentine`` apply."""
+        layout = CpAsync.smem_layout(cfg, variant)
+        return not layout["a_k_major"] and bool(layout["b_n_major"])
 
     @staticmethod
     def carries(cfg, variant) -> bool:
-        """S10CpAsync::CARRY: ``frag_carry`` where the core reads the outer-product layout (A
-        M-major, B N-major: tn, or nn / tt with their K-major operand turned by ``transpose_in``)."""
-        if not cfg.get("frag_carry", 0):
-            return False
-        layout = CpAsync.smem_layout(cfg, variant)
-        return not layout["a_k_major"] and bool(layout["b_n_major"])
+        """S10CpAsync::CARRY: ``frag_carry`` where the core reads the outer-product layout."""
+        return bool(cfg.get("frag_carry", 0)) and CpAsync.outer_product(cfg, variant)
 
     # ---- shared-memory addressing for the bank model ---------------------------------------
     def smem_accesses(self, cfg, variant=None):
@@ -426,6 +435,9 @@ STAGE = CpAsync(
         Param("carry_copy_k", -1, "with frag_carry=1: the copies that refill a stage go after the FFMAs of this k "
               "(0..block_k-2) of the tile after the barrier that frees it, as cuBLAS issues its copies late in a tile; "
               "-1: right after that barrier", named_at_default=False),
+        Param("ffma_serpentine", 0, "1: where the core reads A M-major and B N-major, the runs of FFMAs of odd rows go "
+              "right to left (mma/warp_tile.cuh FFMA_ROTATE 2), so ptxas keeps two B values in the reuse cache and "
+              "fewer FFMAs read two registers of one bank; 0: every run left to right", named_at_default=False),
     ),
     sass=("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDS.128", "FFMA"),
     sass_scalar=("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDS.128", "FFMA"),

@@ -111,9 +111,11 @@ class Tma(CpAsync):
         out = super().constraints(cfg)
         if cfg["block_m"] > 256 or cfg["block_n"] > 256:
             out.append(f"block {cfg['block_m']}x{cfg['block_n']}: a TMA box is at most 256 per dimension")
-        for key in ("producer_warp", "consumer_sync", "ffma_rotate"):
+        for key in ("producer_warp", "consumer_sync", "ffma_rotate", "ffma_serpentine"):
             if cfg.get(key, 0) not in (0, 1):
                 out.append(f"{key}={cfg[key]} must be 0 or 1")
+        if cfg.get("ffma_rotate", 0) and cfg.get("ffma_serpentine", 0):
+            out.append("ffma_rotate=1 and ffma_serpentine=1: one FFMA order at a time")
         if cfg.get("b_scalar", -1) not in (-1, 0, 1):
             out.append(f"b_scalar={cfg['b_scalar']} must be -1 (auto), 0 or 1")
         if cfg.get("b_transpose", 0) not in (0, 1, 2):
@@ -181,7 +183,8 @@ class Tma(CpAsync):
         return (f"gemmlab::S11Tma<{cfg['block_m']}, {cfg['block_n']}, {cfg['block_k']}, {cfg['warp_m']}, "
                 f"{cfg['warp_n']}, {cfg['k_unroll']}, {b(cfg['a_swizzle'])}, {cfg['stages']}, {b(cfg['producer_warp'])}, "
                 f"{b(cfg['consumer_sync'])}, {b(variant['a_k_major'])}, {b(variant['b_n_major'])}, "
-                f"{variant.get('cluster_k', 1)}, {cfg.get('ffma_rotate', 0)}, {b(self.b_scalar(cfg, variant))}, "
+                f"{variant.get('cluster_k', 1)}, {2 if cfg.get('ffma_serpentine', 0) else cfg.get('ffma_rotate', 0)}, "
+                f"{b(self.b_scalar(cfg, variant))}, "
                 f"{cfg.get('b_transpose', 0)}, {b(self.frag_prefetch(cfg))}>")
 
     # ---- stream-K (kernels/epilogue/stream_k.cuh, the wrapper in jit/source.py) -------------
@@ -265,6 +268,9 @@ STAND_IN_FRAG_CARRY = False
 # With it: None, the copies right after the barrier; a fraction f of the K tile, the copies after
 # the FFMAs of k = f * block_k - 1 of the next tile (s10 carry_copy_k).
 STAND_IN_CARRY_COPY_AT = None
+# An experiment (CPU-built 2026-12-05, not yet measured): the stand-in on 4-byte copies runs its
+# FFMAs in serpentine order where the core reads the outer-product layout (s10 ffma_serpentine).
+STAND_IN_FFMA_SERPENTINE = False
 
 
 def s10_config_for(cfg, problem=None) -> dict:
@@ -273,7 +279,8 @@ def s10_config_for(cfg, problem=None) -> dict:
     it runs on 4-byte copies: an nt problem one block an SM fewer where a thread has 128 registers
     or fewer, and k_unroll at most 4 (NT_STAND_IN_FEWER_BLOCKS); with STAND_IN_EDGE_SHIFT, the edge
     blocks moved inside an operand on 4-byte copies (``edge_shift``); with STAND_IN_FRAG_CARRY, the
-    last k carried over the barrier where the core reads the outer-product layout (``frag_carry``)."""
+    last k carried over the barrier where the core reads the outer-product layout (``frag_carry``),
+    with STAND_IN_FFMA_SERPENTINE its FFMAs in serpentine order there (``ffma_serpentine``)."""
     same = {k: cfg[k] for k in S10.default_config if k in cfg and k != "stages"}
     try:
         out = S10.config(same)
@@ -289,7 +296,9 @@ def s10_config_for(cfg, problem=None) -> dict:
         return out
     # the rules' changes, checked in one config (the model asks this for every candidate it ranks)
     extra = {"edge_shift": 1} if STAND_IN_EDGE_SHIFT else {}
-    if STAND_IN_FRAG_CARRY and S10.carries({**out, "frag_carry": 1}, v):
+    if STAND_IN_FFMA_SERPENTINE and S10.outer_product(out, v):
+        extra["ffma_serpentine"] = 1
+    if STAND_IN_FRAG_CARRY and S10.outer_product(out, v):
         extra["frag_carry"] = 1
         if STAND_IN_CARRY_COPY_AT is not None:
             bk = out["block_k"]
@@ -330,6 +339,10 @@ STAGE = Tma(
         Param("ffma_rotate", 0, "1: each run of FFMAs sharing one A value starts at column (c+2) mod 4 (c: A's "
                                 "component in its quad), so that with 4 register banks its first FFMA reads three "
                                 "(B N-major; mma/warp_tile.cuh; an experiment); 0: columns in order",
+              named_at_default=False),
+        Param("ffma_serpentine", 0, "1: where the core reads A M-major and B N-major (tn; tt with b_transpose), the "
+                                    "runs of FFMAs of odd rows go right to left (mma/warp_tile.cuh FFMA_ROTATE 2), so "
+                                    "ptxas keeps two B values in the reuse cache; 0: every run left to right",
               named_at_default=False),
         Param("b_scalar", -1, "B K-major (nt, tt): 1 = fragments read one k at a time (LDS.32) and, with A "
                               "M-major, runs of FFMAs sharing B's value (half as many register-bank conflicts); "

@@ -23,6 +23,10 @@ namespace gemmlab {
 // choice) the accumulator in three banks. With the 2 banks of the issue model
 // (analysis/issue_model.py) it cannot help: three reads always share a bank. Which of the two
 // holds on Hopper is for the H200 to say (docs/stages/s10-s11.md); 0: columns in order.
+// FFMA_ROTATE 2 (serpentine; the outer-product layout only, in order elsewhere): the runs of odd
+// rows go right to left, so each run starts on the B value the run before ended on. ptxas then
+// keeps two B values (one per register bank) in the reuse cache where it can, as in cuBLAS's FFMA
+// kernels, and fewer FFMAs read two registers of one bank (docs/stages/s10-s11.md, "Serpentine").
 //
 // B_SCALAR (B K-major only): B's fragments are read one k at a time (LDS.32) instead of 4 k of a
 // column per LDS.128, and with A M-major (tt) each run of FFMAs shares one value of B (the A
@@ -71,14 +75,16 @@ struct WarpTileCore {
                   "block_k must be 8, 16 or 32 (a [x][k] row is then one 32/64/128-byte swizzle span)");
     static_assert(THREAD_M * THREAD_N <= 128, "thread_m*thread_n accumulators must be at most 128 (registers)");
     static_assert(K_UNROLL >= 1 && K_GROUPS % K_UNROLL == 0, "k_unroll must divide block_k/4");
-    static_assert(FFMA_ROTATE == 0 || FFMA_ROTATE == 1, "ffma_rotate must be 0 or 1");
+    static_assert(FFMA_ROTATE >= 0 && FFMA_ROTATE <= 2, "ffma order: 0 in order, 1 rotated, 2 serpentine");
     static_assert(!B_SCALAR || !B_N_MAJOR, "b_scalar: B's fragments one k at a time only where B is K-major");
     static_assert(A_LD >= BLOCK_M && A_LD % 4 == 0 && B_LD >= BLOCK_N && B_LD % 4 == 0,
                   "a [k][x] tile's rows hold the tile's x and stay 16-byte aligned");
 
-    // Column j of the jj-th FFMA in a run whose A value is component c of its quad (FFMA_ROTATE).
+    // Column j of the jj-th FFMA in a run whose A value is component c of its quad (FFMA_ROTATE;
+    // consecutive runs have c of alternating parity, so c also says which way a serpentine run goes).
     static __device__ __forceinline__ int run_column(int c, int jj) {
-        return (FFMA_ROTATE && B_N_MAJOR) ? (jj + (c + 2) % 4) % THREAD_N : jj;
+        if (FFMA_ROTATE == 2 && OUTER_PRODUCT) return c % 2 ? THREAD_N - 1 - jj : jj;
+        return (FFMA_ROTATE == 1 && B_N_MAJOR) ? (jj + (c + 2) % 4) % THREAD_N : jj;
     }
 
     // dst[at .. at+3] = the 16-byte quad at src (one LDS.128).
