@@ -1,7 +1,7 @@
 // tests/host/s10_host.cpp — s10's whole kernel (s10_cp_async.cuh: the cp.async tile copies, the
 // warp-tile FFMAs, the epilogue) on 4-byte copies, compiled from the kernels' own headers and run
 // on the CPU: each CUDA thread a std::thread, __syncthreads the block's barrier, a copy landing
-// when it is issued (tests/host/ptx/), the blocks one after another at the origins the generated
+// when it is issued or at its wait (tests/host/ptx/), the blocks one after another at the origins the generated
 // kernel gives them (jit/source.py: tile_m * BLOCK_M, tile_n * BLOCK_N). Operands of small
 // integers, so every sum is exact: D = A B + 2 C (C the output itself, read in place) must match
 // an integer reference at every output, for each layout, with and without EDGE_SHIFT (the edge
@@ -48,20 +48,25 @@ static void run_case(const char* name, int M, int N, int K) {
     args.ldd = ldd;
     args.alpha = 1.0f, args.beta = 2.0f;
     std::vector<unsigned char> smem(Kernel::SMEM_BYTES + 16);
-    for (long row0 = 0; row0 < M; row0 += Kernel::BLOCK_M)
-        for (long col0 = 0; col0 < N; col0 += Kernel::BLOCK_N) {
-            for (auto& x : smem) x = 0xff;  // NaN where nothing was copied
-            gemmlab::async::host_shared = smem.data();
-            std::barrier<> block(Kernel::THREADS);
-            host_block_barrier = &block;
-            std::vector<std::thread> threads;
-            for (int t = 0; t < Kernel::THREADS; ++t)
-                threads.emplace_back([&, t] {
-                    threadIdx.x = t;
+    gemmlab::async::host_shared = smem.data();
+    std::barrier<> block(Kernel::THREADS);
+    host_block_barrier = &block;
+    // The block's threads run every block in turn (made once a case, not once a block: half the
+    // time); between two blocks thread 0 poisons the shared memory while the others wait.
+    std::vector<std::thread> threads;
+    for (int t = 0; t < Kernel::THREADS; ++t)
+        threads.emplace_back([&, t] {
+            threadIdx.x = t;
+            for (long row0 = 0; row0 < M; row0 += Kernel::BLOCK_M)
+                for (long col0 = 0; col0 < N; col0 += Kernel::BLOCK_N) {
+                    if (t == 0)
+                        for (auto& x : smem) x = 0xff;  // NaN where nothing was copied
+                    block.arrive_and_wait();
                     Kernel::run(args, row0, col0, smem.data());
-                });
-            for (auto& th : threads) th.join();
-        }
+                    block.arrive_and_wait();  // every thread is done with the block's shared memory
+                }
+        });
+    for (auto& th : threads) th.join();
     int bad = 0;
     for (int r = 0; r < M; ++r)
         for (int col = 0; col < ldd; ++col) {
