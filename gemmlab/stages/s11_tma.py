@@ -296,9 +296,10 @@ def s10_config_for(cfg, problem=None) -> dict:
         return out
     # the rules' changes, checked in one config (the model asks this for every candidate it ranks)
     extra = {"edge_shift": 1} if STAND_IN_EDGE_SHIFT else {}
-    if STAND_IN_FFMA_SERPENTINE and S10.outer_product(out, v):
+    outer = S10.outer_product(out, v)
+    if STAND_IN_FFMA_SERPENTINE and outer:
         extra["ffma_serpentine"] = 1
-    if STAND_IN_FRAG_CARRY and S10.outer_product(out, v):
+    if STAND_IN_FRAG_CARRY and outer:
         extra["frag_carry"] = 1
         if STAND_IN_CARRY_COPY_AT is not None:
             bk = out["block_k"]

@@ -156,6 +156,20 @@ struct WarpTileCore {
         }
     }
 
+    // acc += the outer product of one k's THREAD_M values of A and THREAD_N of B, a run of FFMAs
+    // per row in the order run_column gives (FFMA_ROTATE).
+    static __device__ __forceinline__ void outer_product(float (&acc)[THREAD_M][THREAD_N], const float (&a)[THREAD_M],
+                                                         const float (&b)[THREAD_N]) {
+#pragma unroll
+        for (int i = 0; i < THREAD_M; ++i) {
+#pragma unroll
+            for (int jj = 0; jj < THREAD_N; ++jj) {
+                const int j = run_column(i % 4, jj);
+                acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+            }
+        }
+    }
+
     // acc += the group-g slice of A times b (B's fragments of group g).
     __device__ __forceinline__ void multiply_group(float (&acc)[THREAD_M][THREAD_N], int g, const float* __restrict__ a_tile,
                                                    const float (&b)[4][THREAD_N]) const {
@@ -194,14 +208,7 @@ struct WarpTileCore {
                         for (int i = 0; i < THREAD_M; ++i) acc[i][j] = fmaf(a[i], b[kk][j], acc[i][j]);
                     }
                 } else {
-#pragma unroll
-                    for (int i = 0; i < THREAD_M; ++i) {
-#pragma unroll
-                        for (int jj = 0; jj < THREAD_N; ++jj) {
-                            const int j = run_column(i % 4, jj);
-                            acc[i][j] = fmaf(a[i], b[kk][j], acc[i][j]);
-                        }
-                    }
+                    outer_product(acc, a, b[kk]);
                 }
             }
         }
@@ -224,14 +231,7 @@ struct WarpTileCore {
 
     // acc += the outer product of one k's fragments (the FFMA order of multiply_group's).
     __device__ __forceinline__ void ffma_k(float (&acc)[THREAD_M][THREAD_N], const KFrag& f) const {
-#pragma unroll
-        for (int i = 0; i < THREAD_M; ++i) {
-#pragma unroll
-            for (int jj = 0; jj < THREAD_N; ++jj) {
-                const int j = run_column(i % 4, jj);
-                acc[i][j] = fmaf(f.a[i], f.b[j], acc[i][j]);
-            }
-        }
+        outer_product(acc, f.a, f.b);
     }
 
     // acc += k = 0 .. BLOCK_K-2 of the stage, f holding k 0's fragments on entry; on return f holds
