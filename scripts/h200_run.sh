@@ -250,22 +250,27 @@ for what in "$@"; do
         '{"block_m": 128, "block_n": 64, "warp_m": 32, "warp_n": 32, "block_k": 16, "stages": 4, "min_blocks": 2, "edge_shift": 1, "frag_carry": 1, "carry_copy_k": 7}' \
         '{"block_m": 64, "block_n": 128, "warp_m": 64, "warp_n": 32, "block_k": 16, "stages": 3, "min_blocks": 3, "edge_shift": 1}' \
         2>&1 | tee "$RES/ncu-s10-stalls.txt" | tail -120 ;;
-    serpentine)
+    serpentine|serpentine-ladder|serpentine-probe)
       # docs/stages/s10-s11.md, "Serpentine FFMA runs" (run `tests` first: its GPU tests). s11 at
       # auto's tile for the large squares, tn (TMA's outer-product layout), in order against
-      # serpentine; then auto with ffma_serpentine's default 1 against the runtime on the squares
-      # of the issue-9 suite (nn: A transposed first; tt: repacked) and the s10 shapes of frag-carry.
+      # serpentine (serpentine-ladder: only this, ~2 min, to share a call with `tests`); then auto
+      # with ffma_serpentine's default 1 against the runtime on the squares of the issue-9 suite
+      # (nn: A transposed first; tt: repacked) and the s10 shapes of frag-carry (serpentine-probe).
+      if [ "$what" != serpentine-probe ]; then
       step "s11 128x256 ku4 in order against serpentine, 4096^3 and 8192^3 tn"
       for n in 4096 8192; do
         python3 -m gemmlab ladder --size $n --layout tn --stages "s11[k_unroll=4],s11[k_unroll=4,ffma_serpentine=1]" \
           --baselines cublas --out "$RES/serpentine-$n-tn" 2>&1 | tee "$RES/serpentine-$n-tn.txt" | tail -4
       done
+      fi
+      if [ "$what" != serpentine-ladder ]; then
       step "auto with every s10 / s11 FFMA run in serpentine order where it applies, against the runtime"
       (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 420 python3 model_variant_probe.py --variants as_is,serpentine \
         4096 4096 4096 nn 1 4096 4096 4096 tn 1 4096 4096 4096 tt 1 8192 8192 8192 nn 1 2048 2048 2048 tn 1 \
         333 555 777 tt 8 492 109 137 tn 32 455 97 743 nn 32 173 247 129 tt 4 1660 388 201 nn 1 759 189 317 tn 16 \
         741 552 125 tt 8 777 555 333 tt 1 601 901 301 nn 1 1001 999 1003 nn 1 513 1025 257 tt 1 1999 333 1501 tt 1 \
-        2>&1 | grep -v -i warn | tee "$RES/serpentine-quick.txt" | tail -22) ;;
+        2>&1 | grep -v -i warn | tee "$RES/serpentine-quick.txt" | tail -22)
+      fi ;;
     serpentine-validate)
       # the quick probe's shapes decide; a seed no probe has used says whether it holds
       step "serpentine against the runtime on random shapes of a fresh seed (29)"
