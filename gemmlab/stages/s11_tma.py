@@ -296,7 +296,8 @@ def s10_config_for(cfg, problem=None) -> dict:
         return out
     # the rules' changes, checked in one config (the model asks this for every candidate it ranks)
     extra = {"edge_shift": 1} if STAND_IN_EDGE_SHIFT else {}
-    outer = S10.outer_product(out, v)
+    # the layout is asked only where a flag needs it (the runtime's flags are off)
+    outer = (STAND_IN_FFMA_SERPENTINE or STAND_IN_FRAG_CARRY) and S10.outer_product(out, v)
     if STAND_IN_FFMA_SERPENTINE and outer:
         extra["ffma_serpentine"] = 1
     if STAND_IN_FRAG_CARRY and outer:
