@@ -303,6 +303,12 @@ for what in "$@"; do
       step "frag_carry against the runtime on random shapes of a fresh seed (23)"
       (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 540 python3 model_variant_probe.py --random 120 --seed 23 \
         --variants as_is,frag_carry 2>&1 | grep -v -i warn | tee "$RES/variants-frag-carry-23.txt" | tail -6) ;;
+    frag-carry-acc64)
+      # the rule read off frag-carry and frag-carry-validate (H100, 2026-12-05): frag_carry only where
+      # a thread holds 64 accumulators; a seed no probe has used (31) says whether it holds
+      step "frag_carry at 64 accumulators a thread against the runtime on random shapes of a fresh seed (31)"
+      (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 540 python3 model_variant_probe.py --random 120 --seed 31 \
+        --variants as_is,frag_carry_acc64 2>&1 | grep -v -i warn | tee "$RES/variants-frag-carry-acc64-31.txt" | tail -6) ;;
     s10-knobs)
       step "auto's s10 config on the unaligned shapes s10 lost most, one knob changed at a time"
       (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 220 python3 s10_tile_probe.py --knobs 2>&1 | grep -v -i warn \

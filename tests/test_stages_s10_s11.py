@@ -1249,6 +1249,16 @@ def test_frag_carry_is_0_or_1_named_and_taken_where_the_core_reads_the_outer_pro
     late = s11_tma.s10_config_for(tile, problems["tt"])
     assert (late["block_k"], late["carry_copy_k"]) == (16, 7)  # after k 7 of 16: half the tile
     assert s11_tma.s10_config_for(tile, problems["nt"]).get("carry_copy_k", -1) == -1
+    # restricted to stand-ins whose thread holds 64 accumulators (the H100's gains): 128x64 w32x32
+    # (32 a thread) loses it, 128x64 w64x32 and 64x128 w32x64 (64) keep it, 128x256 w64x64 (128) not
+    monkeypatch.setattr(s11_tma, "STAND_IN_CARRY_COPY_AT", None)
+    monkeypatch.setattr(s11_tma, "STAND_IN_FRAG_CARRY_ACCUMULATORS", (64,))
+    by_label = {c.label: c.config() for c in space.SM90}
+    carried = {lab: s11_tma.s10_config_for(by_label[lab], problems["tt"]).get("frag_carry", 0)
+               for lab in ("128x64 w32x32 x2", "128x64 w64x32 bk16 ku1 x3", "64x128 w32x64 x2", "128x256 w64x64 ku4")}
+    assert carried == {"128x64 w32x32 x2": 0, "128x64 w64x32 bk16 ku1 x3": 1, "64x128 w32x64 x2": 1,
+                       "128x256 w64x64 ku4": 0}
+    assert s11_tma.s10_config_for(by_label["64x128 w32x64 x2"], problems["nt"]).get("frag_carry", 0) == 0
 
 
 def _main_loop_after_barrier(cfg, layout):

@@ -12,6 +12,8 @@ boxes hang over and are zero-filled). The report names the kernel that ran.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..errors import ConfigError
@@ -261,10 +263,17 @@ STAND_IN_NO_PREFETCH_AT_128_REGISTERS = False
 # (results/h200/logs/variants-edge-shift-16.txt, -18.txt): the s10 plans 2.0% and 2.1% faster
 # (geometric mean over 45 and 26 random shapes; 333x555x777x8 tt 98.4 -> 92.3 us), the worst -6.7%.
 STAND_IN_EDGE_SHIFT = True
-# An experiment (CPU-built 2026-12-05, not yet measured): the stand-in on 4-byte copies crosses its
-# K tile's barrier with the tile's last k in registers (s10 frag_carry), where the core reads the
-# outer-product layout (nn, tn, tt); docs/stages/s10-s11.md.
+# An experiment (CPU-built 2026-12-05): the stand-in on 4-byte copies crosses its K tile's barrier
+# with the tile's last k in registers (s10 frag_carry), where the core reads the outer-product
+# layout (nn, tn, tt); docs/stages/s10-s11.md. Measured on an H100 (2026-12-05, fifteenth session;
+# results/h100/logs/frag-carry-*.txt), 61 changed plans of 140 shapes: by the accumulators a thread
+# holds, 64 (warp tiles 32x64 and 64x32) 21 plans, all faster, 1.040 geometric mean (333x555x777x8
+# tt 105.2 -> 93.8 us); 32 (w32x32) 34 plans, 0.971; 128 (w64x64) 6 plans, 0.815. Off: the
+# restriction below was read off those runs and waits for shapes they did not hold.
 STAND_IN_FRAG_CARRY = False
+# With it: None, every stand-in whose core reads the outer-product layout; a tuple, only those
+# whose thread holds that many accumulators (the thread tile's, warp_m * warp_n / 32).
+STAND_IN_FRAG_CARRY_ACCUMULATORS = None
 # With it: None, the copies right after the barrier; a fraction f of the K tile, the copies after
 # the FFMAs of k = f * block_k - 1 of the next tile (s10 carry_copy_k).
 STAND_IN_CARRY_COPY_AT = None
@@ -300,7 +309,8 @@ def s10_config_for(cfg, problem=None) -> dict:
     outer = (STAND_IN_FFMA_SERPENTINE or STAND_IN_FRAG_CARRY) and S10.outer_product(out, v)
     if STAND_IN_FFMA_SERPENTINE and outer:
         extra["ffma_serpentine"] = 1
-    if STAND_IN_FRAG_CARRY and outer:
+    if STAND_IN_FRAG_CARRY and outer and (STAND_IN_FRAG_CARRY_ACCUMULATORS is None or
+                                          math.prod(S10.thread_tile(out)) in STAND_IN_FRAG_CARRY_ACCUMULATORS):
         extra["frag_carry"] = 1
         if STAND_IN_CARRY_COPY_AT is not None:
             bk = out["block_k"]
