@@ -77,11 +77,11 @@ VARIANTS = {
     # s10's stand-in on 4-byte copies crosses its barrier with the tile's last k in registers where
     # the core reads the outer-product layout (s10 frag_carry: nn, tn, tt; an experiment, off in the runtime)
     "frag_carry": ((s11_tma, "STAND_IN_FRAG_CARRY", True),),
+    # the same with the copies after half the next tile's k (s10 carry_copy_k), as cuBLAS issues them late
+    "frag_carry_late": ((s11_tma, "STAND_IN_FRAG_CARRY", True), (s11_tma, "STAND_IN_CARRY_COPY_AT", 0.5)),
     # frag_carry only where a thread holds 64 accumulators (warp tiles 32x64, 64x32): the plans that
     # gained on the H100's seed 23 and quick shapes (2026-12-05; 32 and 128 lost; docs/stages/s10-s11.md)
     "frag_carry_acc64": ((s11_tma, "STAND_IN_FRAG_CARRY", True), (s11_tma, "STAND_IN_FRAG_CARRY_ACCUMULATORS", (64,))),
-    # the same with the copies after half the next tile's k (s10 carry_copy_k), as cuBLAS issues them late
-    "frag_carry_late": ((s11_tma, "STAND_IN_FRAG_CARRY", True), (s11_tma, "STAND_IN_CARRY_COPY_AT", 0.5)),
     # every s10 / s11 kernel with its FFMA runs in serpentine order where the core reads the
     # outer-product layout (ffma_serpentine's default 1: tn; nn with A transposed first; nn / tt on
     # 4-byte copies; elsewhere the same code under another name)
