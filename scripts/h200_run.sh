@@ -10,6 +10,12 @@ OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 summary=()
 step() { echo "=== $* ($(date +%T))"; }
+# variants against the runtime on 120 random shapes of one seed (model_variant_probe.py), logged:
+#   random_variants SEED VARIANTS LOG TIMEOUT_S
+random_variants() {
+  (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout "$4" python3 model_variant_probe.py --random 120 --seed "$1" \
+    --variants "$2" 2>&1 | grep -v -i warn | tee "$RES/$3" | tail -6)
+}
 for what in "$@"; do
   case "$what" in
     tests|tests-a|tests-b)
@@ -274,8 +280,7 @@ for what in "$@"; do
     serpentine-validate)
       # the quick probe's shapes decide; a seed no probe has used says whether it holds
       step "serpentine against the runtime on random shapes of a fresh seed (29)"
-      (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 560 python3 model_variant_probe.py --random 120 --seed 29 \
-        --variants as_is,serpentine 2>&1 | grep -v -i warn | tee "$RES/variants-serpentine-29.txt" | tail -6) ;;
+      random_variants 29 as_is,serpentine variants-serpentine-29.txt 560 ;;
     sanitize-carry)
       # s10 with frag_carry under compute-sanitizer (its GPU tests run with `tests`)
       step "compute-sanitizer racecheck and synccheck: s10 with frag_carry (copies at the barrier; 2 stages, after k 7)"
@@ -301,14 +306,12 @@ for what in "$@"; do
     frag-carry-validate)
       # the quick probe's shapes decided it; a seed no probe has used says whether it holds
       step "frag_carry against the runtime on random shapes of a fresh seed (23)"
-      (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 540 python3 model_variant_probe.py --random 120 --seed 23 \
-        --variants as_is,frag_carry 2>&1 | grep -v -i warn | tee "$RES/variants-frag-carry-23.txt" | tail -6) ;;
+      random_variants 23 as_is,frag_carry variants-frag-carry-23.txt 540 ;;
     frag-carry-acc64)
       # the rule read off frag-carry and frag-carry-validate (H100, 2026-12-05): frag_carry only where
       # a thread holds 64 accumulators; a seed no probe has used (31) says whether it holds
       step "frag_carry at 64 accumulators a thread against the runtime on random shapes of a fresh seed (31)"
-      (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 540 python3 model_variant_probe.py --random 120 --seed 31 \
-        --variants as_is,frag_carry_acc64 2>&1 | grep -v -i warn | tee "$RES/variants-frag-carry-acc64-31.txt" | tail -6) ;;
+      random_variants 31 as_is,frag_carry_acc64 variants-frag-carry-acc64-31.txt 540 ;;
     s10-knobs)
       step "auto's s10 config on the unaligned shapes s10 lost most, one knob changed at a time"
       (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 220 python3 s10_tile_probe.py --knobs 2>&1 | grep -v -i warn \

@@ -37,6 +37,12 @@ S10_CLUSTER_SINCE = "2026-12-04"  # the unaligned entries tuned again once s10 s
 GPU = model.Gpu(sms=132, clock_hz=1.98e9, cc=90)
 
 
+def shortlist_label(label: str) -> str:
+    """The space's label (space.Candidate.label) of a tuned entry's shortlist label, which may add
+    the stage, its split, "(default)" and where the tuner's own pick came from."""
+    return re.sub(r"( split \d+)?( \(default\))?( \[.*\])?$", "", label).removeprefix("s11 ")
+
+
 def table_cases(s10: bool):
     """[(name, M, N, K, batch, cluster, aligned, [(candidate, split, ms)])] from the shipped table:
     the unaligned entries tuned since S10_CLUSTER_SINCE (``s10``) or the rest."""
@@ -51,7 +57,7 @@ def table_cases(s10: bool):
         cluster = tuned >= CLUSTER_SINCE and (aligned or tuned >= S10_CLUSTER_SINCE)
         short = []
         for label, split, ms in e["candidates"]:
-            lab = re.sub(r"( split \d+)?( \(default\))?( \[.*\])?$", "", label).removeprefix("s11 ")
+            lab = shortlist_label(label)
             if lab in by_label:
                 short.append((by_label[lab], split, ms))
         if len(short) > 1:

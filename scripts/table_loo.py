@@ -15,24 +15,19 @@ layout, step 2, which is why those are never scored).
     python3 scripts/table_loo.py [--all]"""
 import json
 import math
-import re
 import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gemmlab import heuristics  # noqa: E402
-from gemmlab.heuristics import model, space, table  # noqa: E402
+from gemmlab.heuristics import space, table  # noqa: E402
 from gemmlab.problem import Problem  # noqa: E402
+from model_fit import GPU, TABLE, shortlist_label  # noqa: E402  (the table and GPU the model is fitted to)
 
-TABLE = table.TABLES / "nvidia-h200-sm_90-nvrtc-13.0.json"
-GPU = model.Gpu(sms=132, clock_hz=1.98e9, cc=90)
 ALIGNED = dict(a_ptr=1 << 20, b_ptr=1 << 24, d_ptr=1 << 28)  # 16-byte aligned operands and output
-
-
-def _label(label: str) -> str:
-    return re.sub(r"( split \d+)?( \(default\))?( \[.*\])?$", "", label).removeprefix("s11 ")
 
 
 def _pick(c) -> tuple | None:
@@ -63,7 +58,7 @@ def cases(doc: dict | None = None) -> list[dict]:
             left_out = heuristics.choose(p, GPU, ident)
             shown["entries"] = []
             alone = heuristics.choose(p, GPU, ident)
-            timed = {(_label(lab), split): ms for lab, split, ms in e["candidates"]}
+            timed = {(shortlist_label(lab), split): ms for lab, split, ms in e["candidates"]}
             best = min(timed.values())
             row = {"shape": f"{M}x{N}x{K}x{B} {e['layout']}", "source": left_out.source,
                    "tuned": f"{e['config'].get('block_m')}x{e['config'].get('block_n')} x{e['split_k']}"}
