@@ -283,10 +283,11 @@ for what in "$@"; do
       random_variants 29 as_is,serpentine variants-serpentine-29.txt 560 ;;
     sanitize-carry)
       # s10 with frag_carry under compute-sanitizer (its GPU tests run with `tests`)
-      step "compute-sanitizer racecheck and synccheck: s10 with frag_carry (copies at the barrier; 2 stages, after k 7)"
+      step "compute-sanitizer racecheck and synccheck: s10 with frag_carry (copies at the barrier; 2 stages, after k 7; 2 stages, trips of 4 k)"
       for tool in racecheck synccheck; do
         for fc in '{"block_m": 128, "block_n": 64, "warp_m": 32, "warp_n": 32, "block_k": 16, "stages": 4, "min_blocks": 2, "edge_shift": 1, "frag_carry": 1}' \
-                  '{"block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32, "block_k": 16, "stages": 2, "frag_carry": 1, "carry_copy_k": 7}'; do
+                  '{"block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32, "block_k": 16, "stages": 2, "frag_carry": 1, "carry_copy_k": 7}' \
+                  '{"block_m": 128, "block_n": 64, "warp_m": 32, "warp_n": 32, "block_k": 16, "stages": 2, "min_blocks": 2, "edge_shift": 1, "frag_carry": 1, "carry_chunk": 4}'; do
           timeout 120 compute-sanitizer --tool $tool python3 scripts/sanitize.py s10 --config "$fc" 2>&1 \
             | tee -a "$RES/sanitize-frag-carry.txt" | grep -E "ERROR SUMMARY|WRONG|Error" | tail -3
         done
@@ -309,9 +310,20 @@ for what in "$@"; do
       random_variants 23 as_is,frag_carry variants-frag-carry-23.txt 540 ;;
     frag-carry-acc64)
       # the rule read off frag-carry and frag-carry-validate (H100, 2026-12-05): frag_carry only where
-      # a thread holds 64 accumulators; a seed no probe has used (31) says whether it holds
-      step "frag_carry at 64 accumulators a thread against the runtime on random shapes of a fresh seed (31)"
-      random_variants 31 as_is,frag_carry_acc64 variants-frag-carry-acc64-31.txt 540 ;;
+      # a thread holds 64 accumulators; and with 128 too, in trips of the uncarried kernel's k's
+      # (frag-carry-chunked's question); a seed no probe has used (31) says whether either holds
+      step "frag_carry at 64 (and 64 or 128, chunked) accumulators a thread against the runtime on random shapes of a fresh seed (31)"
+      random_variants 31 as_is,frag_carry_acc64,frag_carry_64_128 variants-frag-carry-acc64-31.txt 560 ;;
+    frag-carry-chunked)
+      # docs/stages/s10-s11.md, "The carried loop in trips of part of a tile": the 128-accumulator
+      # stand-ins (w64x64, block_k 32; on the H200 auto takes them for 16 of 300 random unaligned
+      # shapes, these 7) carried a whole tile a trip and in trips of the uncarried kernel's k's; two
+      # controls the chunks do not change (64 and 32 accumulators)
+      step "frag_carry a whole tile a trip against trips of part of one (carry_chunk), 128 accumulators a thread"
+      (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 300 python3 model_variant_probe.py --variants as_is,frag_carry,frag_carry_chunked \
+        741 552 125 tt 8 313 2741 1453 nn 2 491 1041 1341 nn 1 498 631 1295 tn 8 2706 440 1619 tn 2 484 436 1187 tt 8 \
+        1318 496 1505 tn 1 333 555 777 tt 8 777 555 333 tt 1 \
+        2>&1 | grep -v -i warn | tee "$RES/frag-carry-chunked.txt" | tail -14) ;;
     s10-knobs)
       step "auto's s10 config on the unaligned shapes s10 lost most, one knob changed at a time"
       (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 220 python3 s10_tile_probe.py --knobs 2>&1 | grep -v -i warn \

@@ -82,6 +82,12 @@ VARIANTS = {
     # frag_carry only where a thread holds 64 accumulators (warp tiles 32x64, 64x32): the plans that
     # gained on the H100's seed 23 and quick shapes (2026-12-05; 32 and 128 lost; docs/stages/s10-s11.md)
     "frag_carry_acc64": ((s11_tma, "STAND_IN_FRAG_CARRY", True), (s11_tma, "STAND_IN_FRAG_CARRY_ACCUMULATORS", (64,))),
+    # frag_carry everywhere, a trip of the uncarried kernel's k's where a whole tile a trip is over 2048
+    # FFMAs (the 128-accumulator stand-ins at block_k 32: s10 carry_chunk; CPU-built 2026-12-05)
+    "frag_carry_chunked": ((s11_tma, "STAND_IN_FRAG_CARRY", True), (s11_tma, "STAND_IN_FRAG_CARRY_CHUNKED", True)),
+    # the rule if the chunks turn the 128-accumulator stand-ins' loss into the 64's gain: 64 and 128
+    "frag_carry_64_128": ((s11_tma, "STAND_IN_FRAG_CARRY", True), (s11_tma, "STAND_IN_FRAG_CARRY_CHUNKED", True),
+                          (s11_tma, "STAND_IN_FRAG_CARRY_ACCUMULATORS", (64, 128))),
     # every s10 / s11 kernel with its FFMA runs in serpentine order where the core reads the
     # outer-product layout (ffma_serpentine's default 1: tn; nn with A transposed first; nn / tt on
     # 4-byte copies; elsewhere the same code under another name)

@@ -267,6 +267,9 @@ def test_k_loop_is_the_loop_around_the_main_loop():
     one = _ins("FFMA R2, R3, R4, R2\nLDL R30, [R1+0x8]\nBRA 0x0\nEXIT")  # the main loop is the K loop
     assert sass.k_loop(one) == sass.main_loop(one) and len(sass.k_loop(one)) == 3
     assert sass.k_loop(_ins("FFMA R0, R1, R2, R0\nEXIT")) == []
+    # a main loop with its barrier is the K step, inside an outer loop too (s10's carried loop)
+    carried = _ins("MOV R9, RZ\nBAR.SYNC.DEFER_BLOCKING 0x0\nFFMA R2, R3, R4, R2\nBRA 0x10\nSTG.E [R6], R2\nBRA 0x0\nEXIT")
+    assert [x.addr for x in sass.k_loop(carried)] == [0x10, 0x20, 0x30] == [x.addr for x in sass.main_loop(carried)]
 
 
 def test_sass_command_json_fields():

@@ -65,9 +65,9 @@ def test_the_epilogues_store_each_output_once_in_place_and_moved(tmp_path):
     _run(tmp_path, "epilogue_host.cpp", 768)
 
 
-# 7 tiles (3 with FRAG_CARRY, 2 of them with CARRY_COPY_K; 2 with FFMA_SERPENTINE) x (4 layouts + 3
-# with one operand 16-byte) x 6 shapes x with and without EDGE_SHIFT
-S10_HOST_CASES = 588
+# 10 tiles (6 with FRAG_CARRY, 2 of them with CARRY_COPY_K, 3 with CARRY_CHUNK; 3 with
+# FFMA_SERPENTINE) x (4 layouts + 3 with one operand 16-byte) x 6 shapes x with and without EDGE_SHIFT
+S10_HOST_CASES = 840
 
 
 def test_s10_on_4_byte_copies_matches_an_exact_reference_with_and_without_edge_shift(tmp_path):

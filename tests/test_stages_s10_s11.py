@@ -1261,6 +1261,38 @@ def test_frag_carry_is_0_or_1_named_and_taken_where_the_core_reads_the_outer_pro
     assert s11_tma.s10_config_for(by_label["64x128 w32x64 x2"], problems["nt"]).get("frag_carry", 0) == 0
 
 
+def test_carry_chunk_is_a_divisor_of_block_k_with_frag_carry_and_the_stand_in_takes_it_where_a_tile_is_large(monkeypatch):
+    """``carry_chunk``: 0, or with frag_carry=1 and the copies at the barrier a divisor of block_k
+    below it; the template's last argument only where set (named cc); s11's stand-in takes the
+    uncarried kernel's 4 * k_unroll k's a trip only with STAND_IN_FRAG_CARRY_CHUNKED, and only where
+    a whole tile a trip is over CARRY_TRIP_FFMAS FFMAs a thread (128 accumulators at block_k 32) and
+    the candidate does not unroll a whole tile itself (k_unroll 8)."""
+    from gemmlab.heuristics import space
+
+    v = {"vec": 0, "a_k_major": 0, "b_n_major": 0}
+    on = S10.config({"frag_carry": 1, "carry_chunk": 8})
+    assert S10.template(on, v).endswith(", true, -1, false, 8>") and "_cc8_" in S10.kernel_name(on, v)
+    assert not S10.template(S10.config({"frag_carry": 1}), v).endswith(", 0>")
+    for bad in ({"carry_chunk": 8}, {"frag_carry": 1, "carry_chunk": 32}, {"frag_carry": 1, "carry_chunk": 12},
+                {"frag_carry": 1, "carry_chunk": 1}, {"frag_carry": 1, "carry_chunk": 8, "carry_copy_k": 3},
+                {"frag_carry": 1, "block_k": 8, "carry_chunk": 8}):
+        with pytest.raises(ConfigError, match=r"carry_chunk=\d+ must be 0, or with frag_carry=1 and carry_copy_k=-1"):
+            S10.config(bad)
+    assert S10.config({"frag_carry": 1, "block_k": 8, "carry_chunk": 2})["carry_chunk"] == 2
+    by_label = {c.label: c.config() for c in space.SM90}
+    tt = dense(255, 257, 259, "tt")
+    monkeypatch.setattr(s11_tma, "STAND_IN_FRAG_CARRY", True)
+    labels = ("128x256 w64x64 (default)", "128x256 w64x64 ku4", "128x256 w64x64 ku8", "128x256 w64x64 bk16 s8",
+              "128x128 w64x64", "64x256 w32x64", "128x128 w32x64 x2", "64x64 w32x32 x3")
+    chunks = lambda: {lab: s11_tma.s10_config_for(by_label[lab], tt).get("carry_chunk", 0) for lab in labels}  # noqa: E731
+    assert not s11_tma.STAND_IN_FRAG_CARRY_CHUNKED and set(chunks().values()) == {0}
+    monkeypatch.setattr(s11_tma, "STAND_IN_FRAG_CARRY_CHUNKED", True)
+    assert chunks() == {"128x256 w64x64 (default)": 8, "128x256 w64x64 ku4": 16, "128x256 w64x64 ku8": 0,
+                        "128x256 w64x64 bk16 s8": 0, "128x128 w64x64": 8, "64x256 w32x64": 0,
+                        "128x128 w32x64 x2": 0, "64x64 w32x32 x3": 0}
+    assert s11_tma.s10_config_for(by_label["128x256 w64x64 ku4"], dense(255, 257, 259, "nt")).get("carry_chunk", 0) == 0
+
+
 def _main_loop_after_barrier(cfg, layout):
     """The opcodes of s10's K loop (the stand-in problem 255x257x259) from its barrier on, around
     the back edge to the barrier again; the kernel's resources."""
@@ -1300,20 +1332,57 @@ def test_frag_carry_loads_the_next_tile_and_multiplies_before_the_copies(layout)
     assert sum(op == "FFMA" for op in loop) == 512 and res.get("stack_bytes", 0) == 0, (layout, res)
 
 
+@pytest.mark.parametrize("layout", ["tn", "tt"])
+def test_carry_chunk_gives_the_carried_loop_the_uncarried_kernels_size(monkeypatch, layout):
+    """The stand-in 128x256 w64x64 (128 accumulators a thread, block_k 32) on 4-byte copies: carried
+    a whole tile a trip, its K loop is one trip of 32 k (4096 FFMAs, as k_unroll 8); with
+    carry_chunk 8 (STAND_IN_FRAG_CARRY_CHUNKED) a trip is 8 k (1024 FFMAs), its barrier inside,
+    within 5% of the uncarried kernel's K loop in instructions, the next k's loads before the
+    copies after the barrier, and nothing spills."""
+    from gemmlab.analysis import sass
+    from gemmlab.heuristics import space
+    from gemmlab.plan import kernel_for
+
+    tile = {c.label: c for c in space.SM90}["128x256 w64x64 (default)"].config()
+    p = Problem.dense(255, 257, 259, layout, 1, a_ptr=1 << 40, b_ptr=2 << 40, d_ptr=3 << 40)
+
+    def k_loop(carry, chunked):
+        monkeypatch.setattr(s11_tma, "STAND_IN_FRAG_CARRY", carry)
+        monkeypatch.setattr(s11_tma, "STAND_IN_FRAG_CARRY_CHUNKED", chunked)
+        cfg = s11_tma.s10_config_for(tile, p)
+        ck = kernel_for(S10, cfg, S10.variant(cfg, p), "sm_90")
+        assert sass.resources(ck.cubin).get("stack_bytes", 0) == 0, (carry, chunked)
+        return cfg, [x.op for x in sass.k_loop(sass.instructions(ck.cubin))]
+
+    ffmas = lambda loop: sum(op == "FFMA" for op in loop)  # noqa: E731
+    _, plain = k_loop(False, False)
+    cfg, whole = k_loop(True, False)
+    assert cfg.get("carry_chunk", 0) == 0 and ffmas(whole) == 4096
+    cfg, chunked = k_loop(True, True)
+    assert cfg["carry_chunk"] == 8 and ffmas(chunked) == 1024 and len(chunked) <= 1.05 * len(plain), (len(chunked), len(plain))
+    bar = next(i for i, op in enumerate(chunked) if op.startswith("BAR.SYNC"))
+    after = chunked[bar:] + chunked[:bar]
+    first_copy = next(i for i, op in enumerate(after) if op.startswith("LDGSTS"))
+    assert sum(op == "LDS.128" for op in after[:first_copy]) >= 6  # the next tile's first k: 8 + 16 values
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("tile", range(len(S10_TILES)))
 def test_gpu_s10_frag_carry(tile):
     """frag_carry=1 against float64: every layout (nt and the 16-byte nn / tt without the carry),
     with the edge blocks moved and not, transpose_in on and off, the copies at the barrier and after
-    a k of the next tile (carry_copy_k); K of one partial tile, of fewer
+    a k of the next tile (carry_copy_k), the carried loop in trips of part of a tile (carry_chunk);
+    K of one partial tile, of fewer
     tiles than stages and of many; 2 stages (tile t + 2 lands where tile t was, after the barrier
     that follows tile t's last reads); batched; one operand 16-byte beside a 4-byte one; K in slices
     added in a cluster and through the workspace. check_stage poisons the output with NaN."""
     from gemmlab.check import check_stage
 
     base = {**S10_TILES[tile], "frag_carry": 1}
+    bk = S10.config(base)["block_k"]
     for extra in ({"edge_shift": 1}, {"edge_shift": 0, "transpose_in": 0}, {"edge_shift": 1, "stages": 2},
-                  {"edge_shift": 1, "carry_copy_k": 5}, {"edge_shift": 1, "stages": 2, "carry_copy_k": 0}):
+                  {"edge_shift": 1, "carry_copy_k": 5}, {"edge_shift": 1, "stages": 2, "carry_copy_k": 0},
+                  {"edge_shift": 1, "stages": 2, "carry_chunk": max(2, bk // 4)}):
         cfg = {**base, **extra}
         for layout in ("nn", "nt", "tn", "tt"):
             for M, N, K, batch in ((333, 555, 777, None), (257, 301, 99, 3), (5, 7, 9, None), (129, 260, 64, None),
@@ -1330,13 +1399,16 @@ def test_gpu_s10_frag_carry(tile):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("chunked", [False, True], ids=["whole", "chunked"])
 @pytest.mark.parametrize("layout", ["nn", "nt", "tn", "tt"])
-def test_gpu_stand_in_frag_carry_through_auto(monkeypatch, layout):
-    """With STAND_IN_FRAG_CARRY on, the plans of unaligned problems (auto and s11's stand-in) on odd
+def test_gpu_stand_in_frag_carry_through_auto(monkeypatch, layout, chunked):
+    """With STAND_IN_FRAG_CARRY on (and STAND_IN_FRAG_CARRY_CHUNKED: s11's default 128x256 tile then
+    stands in with carry_chunk 8), the plans of unaligned problems (auto and s11's stand-in) on odd
     shapes, batched, against float64."""
     from gemmlab.check import check_stage
 
     monkeypatch.setattr(s11_tma, "STAND_IN_FRAG_CARRY", True)
+    monkeypatch.setattr(s11_tma, "STAND_IN_FRAG_CARRY_CHUNKED", chunked)
     for stage in ("s11", "auto"):
         for M, N, K, batch in ((333, 555, 777, 8), (1001, 999, 301, None), (255, 257, 259, None), (97, 4001, 33, None)):
             r = check_stage(stage, M, N, K, layout, batch=batch)

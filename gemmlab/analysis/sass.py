@@ -213,11 +213,13 @@ def main_loop(insns) -> list:
 
 
 def k_loop(insns) -> list:
-    """The instructions run once per K step: the main loop or, where it sits inside another loop,
-    the smallest loop around it (a K step's copies and barriers around an inner FFMA loop)."""
+    """The instructions run once per K step: the main loop or, where it sits inside another loop
+    and holds no barrier, the smallest loop around it (a K step's copies and barriers around an
+    inner FFMA loop). A main loop with its barrier is a K step already: the loop around it is not
+    (s10's carried loop, a whole tile a trip, inside the kernel's outer loop)."""
     body = main_loop(insns)
-    if not body:
-        return []
+    if not body or any(classify(x.op) == "BAR" for x in body):
+        return body
     first, last = body[0].addr, body[-1].addr
     around = [(a, b) for a, b in loops(insns) if a <= first and last <= b and (a, b) != (first, last)]
     if around:

@@ -34,6 +34,12 @@
 // CARRY_COPY_K >= 0 (with FRAG_CARRY): those copies wait until after the FFMAs of k CARRY_COPY_K
 // of the next tile (as cuBLAS issues its copies late in a tile, between FFMAs, not at the barrier);
 // each tile's group is still committed in the trip that issues it, so the waits are the same.
+// CARRY_CHUNK > 0 (with FRAG_CARRY, copies at the barrier): the carried loop runs CARRY_CHUNK k's a
+// trip, a tile's last trip crossing the barrier, instead of a whole tile a trip (ptxas unrolls a
+// trip fully: at 128 accumulators and block_k 32, 4096 FFMAs, about 79 KB of code in the loop,
+// as k_unroll 8 without the carry, which the H200 ran 5-30% slower than k_unroll 4; the carried
+// 128-accumulator stand-ins ran 0.815 of the uncarried ones on an H100). One uniform branch a
+// trip says whether it is a tile's last.
 // FFMA_SERPENTINE: the core's FFMA runs in serpentine order (mma/warp_tile.cuh FFMA_ROTATE 2) where
 // it reads the outer-product layout.
 // WarpTileCore (mma/warp_tile.cuh: fragment loads, FFMAs, epilogue) is shared with s11, which
@@ -50,7 +56,7 @@ namespace gemmlab {
 template <int BLOCK_M_, int BLOCK_N_, int BLOCK_K_, int WARP_M_, int WARP_N_, int K_UNROLL_, bool A_SWIZZLE_,
           int STAGES_, bool A_VEC_, bool B_VEC_, bool A_K_MAJOR_, bool B_N_MAJOR_, bool TRANSPOSE_IN_ = false,
           bool FRAG_PREFETCH_ = false, int CLUSTER_K_ = 1, bool EDGE_SHIFT_ = false, bool FRAG_CARRY_ = false,
-          int CARRY_COPY_K_ = -1, bool FFMA_SERPENTINE_ = false>
+          int CARRY_COPY_K_ = -1, bool FFMA_SERPENTINE_ = false, int CARRY_CHUNK_ = 0>
 struct S10CpAsync {
     // One operand at most, and only one on 4-byte copies (a 16-byte copy cannot transpose): A
     // K-major with B N-major (nn) into As[k][m], B K-major with A M-major (tt) into Bs[k][n]. In nt
@@ -78,6 +84,12 @@ struct S10CpAsync {
     static constexpr bool CARRY = FRAG_CARRY_ && Core::OUTER_PRODUCT;
     static constexpr int COPY_K = CARRY ? CARRY_COPY_K_ : -1;
     static_assert(CARRY_COPY_K_ >= -1 && CARRY_COPY_K_ < BLOCK_K - 1, "carry_copy_k: -1 or a k of 0 .. block_k-2");
+    // The carried loop's trip: CHUNK k's of one tile (the whole tile where CARRY_CHUNK is 0).
+    static constexpr int CHUNK = CARRY_CHUNK_ ? CARRY_CHUNK_ : BLOCK_K;
+    static constexpr int CHUNKS_PER_TILE = BLOCK_K / CHUNK;
+    static_assert(CARRY_CHUNK_ == 0 || (CARRY_CHUNK_ >= 2 && CARRY_CHUNK_ < BLOCK_K && BLOCK_K % CARRY_CHUNK_ == 0),
+                  "carry_chunk: 0 (the whole tile) or 2 .. block_k/2 k's that divide block_k");
+    static_assert(CARRY_CHUNK_ == 0 || CARRY_COPY_K_ == -1, "carry_chunk: the copies right after the barrier only");
 
     // A K-major: As[m][k] swizzled; M-major: As[k][m]. B N-major: Bs[k][n]; K-major: Bs[n][k] swizzled.
     // (TRANSPOSE_IN: a K-major operand's TransposingCopier takes the same (x, k) strides.)
@@ -139,8 +151,8 @@ struct S10CpAsync {
             typename Core::KFrag f;
             core.load_k(f, a_tiles, b_tiles, 0);
             int stage = 0;
-            for (int tile = 0; tile < num_tiles; ++tile) {
-                if constexpr (COPY_K >= 0) {
+            if constexpr (COPY_K >= 0) {
+                for (int tile = 0; tile < num_tiles; ++tile) {
                     // Tile tile - 1 + STAGES into the stage of tile - 1 (freed at the last barrier), from
                     // trip 1 on: group j still holds tile j, so the count below is the same.
                     const int prev = stage == 0 ? STAGES - 1 : stage - 1;
@@ -151,25 +163,47 @@ struct S10CpAsync {
                                 async::commit_group();
                             }
                         });
-                } else {
-                    core.multiply_all_but_last(acc, a_tiles + stage * Core::A_TILE_FLOATS,
-                                               b_tiles + stage * Core::B_TILE_FLOATS, f);
+                    async::wait_group<STAGES - 2>();  // as below
+                    __syncthreads();
+                    const int next = stage == STAGES - 1 ? 0 : stage + 1;
+                    typename Core::KFrag g;
+                    core.load_k(g, a_tiles + next * Core::A_TILE_FLOATS, b_tiles + next * Core::B_TILE_FLOATS, 0);
+                    core.ffma_k(acc, f);
+                    f = g;
+                    stage = next;
                 }
-                // STAGES + tile groups are committed, group j holding tile j; allowing STAGES-2
-                // pending means tile + 1 has landed.
-                async::wait_group<STAGES - 2>();
-                // Everyone's copies of tile + 1 are visible, and everyone has read all of tile `tile`.
-                __syncthreads();
-                const int next = stage == STAGES - 1 ? 0 : stage + 1;
-                typename Core::KFrag g;  // the next tile's first k (past the last tile: a stage's stale data, unused)
-                core.load_k(g, a_tiles + next * Core::A_TILE_FLOATS, b_tiles + next * Core::B_TILE_FLOATS, 0);
-                if constexpr (COPY_K < 0) {
-                    if (tile + STAGES < num_tiles) copy_tile(stage);
-                    async::commit_group();
+            } else {
+                // One trip a CHUNK of k's of one tile (the whole tile: CHUNKS_PER_TILE 1): its k's but
+                // the last, then the last's FFMAs after the next k's loads; a tile's last chunk
+                // crosses the barrier first, so the next k is the next tile's first.
+                int chunk = 0, tile = 0;  // the trip's chunk of its tile, and that tile
+#pragma unroll 1
+                for (int trip = 0; trip < num_tiles * CHUNKS_PER_TILE; ++trip) {
+                    const float* a_tile = a_tiles + stage * Core::A_TILE_FLOATS;
+                    const float* b_tile = b_tiles + stage * Core::B_TILE_FLOATS;
+                    const int k0 = CHUNKS_PER_TILE == 1 ? 0 : chunk * CHUNK;
+                    core.template multiply_run<CHUNK - 1>(acc, a_tile, b_tile, k0, f);
+                    typename Core::KFrag g;  // the next k (past the last tile: a stage's stale data, unused)
+                    if (CHUNKS_PER_TILE == 1 || chunk == CHUNKS_PER_TILE - 1) {
+                        // STAGES + tile groups are committed, group j holding tile j; allowing
+                        // STAGES-2 pending means tile + 1 has landed.
+                        async::wait_group<STAGES - 2>();
+                        // Everyone's copies of tile + 1 are visible, and everyone has read all of tile `tile`.
+                        __syncthreads();
+                        const int next = stage == STAGES - 1 ? 0 : stage + 1;
+                        core.load_k(g, a_tiles + next * Core::A_TILE_FLOATS, b_tiles + next * Core::B_TILE_FLOATS, 0);
+                        if (tile + STAGES < num_tiles) copy_tile(stage);
+                        async::commit_group();
+                        stage = next;
+                        chunk = 0;
+                        ++tile;
+                    } else {
+                        core.load_k(g, a_tile, b_tile, k0 + CHUNK);
+                        ++chunk;
+                    }
+                    core.ffma_k(acc, f);
+                    f = g;
                 }
-                core.ffma_k(acc, f);
-                f = g;
-                stage = next;
             }
         } else {
             // Prologue: tiles 0..STAGES-2 in flight, one group each (empty groups keep the count uniform).

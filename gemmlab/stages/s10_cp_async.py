@@ -103,6 +103,11 @@ class CpAsync(StageSpec):
         ck = cfg.get("carry_copy_k", -1)
         if ck != -1 and not (cfg.get("frag_carry", 0) == 1 and bk in (8, 16, 32) and 0 <= ck <= bk - 2):
             out.append(f"carry_copy_k={ck} must be -1, or with frag_carry=1 a k of 0..block_k-2 = {bk - 2}")
+        chunk = cfg.get("carry_chunk", 0)
+        if chunk and not (cfg.get("frag_carry", 0) == 1 and ck == -1 and bk in (8, 16, 32) and 2 <= chunk < bk
+                          and bk % chunk == 0):
+            out.append(f"carry_chunk={chunk} must be 0, or with frag_carry=1 and carry_copy_k=-1 a divisor of "
+                       f"block_k = {bk} from 2 to {bk // 2}")
         if not out:
             smem = self.smem_bytes(cfg, {}) + RESERVED_SMEM
             if smem > SMEM_LIMIT:
@@ -253,11 +258,12 @@ class CpAsync(StageSpec):
 
     @staticmethod
     def _tail_args(cfg) -> str:
-        """FRAG_CARRY, CARRY_COPY_K and FFMA_SERPENTINE, written up to the last one set (older
-        sources unchanged)."""
+        """FRAG_CARRY, CARRY_COPY_K, FFMA_SERPENTINE and CARRY_CHUNK, written up to the last one set
+        (older sources unchanged)."""
         args = [("true" if cfg.get("frag_carry", 0) else "false", "false"),
                 (str(cfg.get("carry_copy_k", -1)), "-1"),
-                ("true" if cfg.get("ffma_serpentine", 0) else "false", "false")]
+                ("true" if cfg.get("ffma_serpentine", 0) else "false", "false"),
+                (str(cfg.get("carry_chunk", 0)), "0")]
         while args and args[-1][0] == args[-1][1]:
             args.pop()
         return "".join(f", {v}" for v, _ in args)
@@ -435,6 +441,10 @@ STAGE = CpAsync(
         Param("carry_copy_k", -1, "with frag_carry=1: the copies that refill a stage go after the FFMAs of this k "
               "(0..block_k-2) of the tile after the barrier that frees it, as cuBLAS issues its copies late in a tile; "
               "-1: right after that barrier", named_at_default=False),
+        Param("carry_chunk", 0, "with frag_carry=1 (and carry_copy_k=-1): the carried loop runs this many k's a trip "
+              "(a divisor of block_k, below it), a tile's last trip crossing the barrier, so the loop's code is that "
+              "many k's of FFMAs instead of a whole tile's (s10_cp_async.cuh CARRY_CHUNK); 0: a whole tile a trip",
+              named_at_default=False),
         Param("ffma_serpentine", 0, "1: where the core reads A M-major and B N-major, the runs of FFMAs of odd rows go "
               "right to left (mma/warp_tile.cuh FFMA_ROTATE 2), so ptxas keeps two B values in the reuse cache and "
               "fewer FFMAs read two registers of one bank; 0: every run left to right", named_at_default=False),

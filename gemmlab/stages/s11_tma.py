@@ -277,6 +277,16 @@ STAND_IN_FRAG_CARRY_ACCUMULATORS = None
 # With it: None, the copies right after the barrier; a fraction f of the K tile, the copies after
 # the FFMAs of k = f * block_k - 1 of the next tile (s10 carry_copy_k).
 STAND_IN_CARRY_COPY_AT = None
+# With it (an experiment, CPU-built 2026-12-05, sixteenth session; not measured): where a whole
+# tile a trip would unroll into more than CARRY_TRIP_FFMAS FFMAs a thread, the carried loop runs the
+# uncarried kernel's 4 * k_unroll k's a trip instead (s10 carry_chunk). At 128 accumulators and
+# block_k 32 a whole tile is 4096 FFMAs (79 KB of code), as in s11's k_unroll 8, which the H200 ran
+# 5-30% slower than k_unroll 4's 2048 (the shipped table's candidates): the suspect for the
+# 128-accumulator stand-ins' 0.815 (docs/stages/s10-s11.md, "frag_carry measured"). Not below that:
+# 128x128 w32x64 x2 (128 registers a thread) spills in the K loop with a trip of 8 k's. Nor where
+# the candidate unrolls a whole tile itself (k_unroll 8 at block_k 32).
+STAND_IN_FRAG_CARRY_CHUNKED = False
+CARRY_TRIP_FFMAS = 2048
 # An experiment (CPU-built 2026-12-05, not yet measured): the stand-in on 4-byte copies runs its
 # FFMAs in serpentine order where the core reads the outer-product layout (s10 ffma_serpentine).
 STAND_IN_FFMA_SERPENTINE = False
@@ -288,7 +298,8 @@ def s10_config_for(cfg, problem=None) -> dict:
     it runs on 4-byte copies: an nt problem one block an SM fewer where a thread has 128 registers
     or fewer, and k_unroll at most 4 (NT_STAND_IN_FEWER_BLOCKS); with STAND_IN_EDGE_SHIFT, the edge
     blocks moved inside an operand on 4-byte copies (``edge_shift``); with STAND_IN_FRAG_CARRY, the
-    last k carried over the barrier where the core reads the outer-product layout (``frag_carry``),
+    last k carried over the barrier where the core reads the outer-product layout (``frag_carry``;
+    with STAND_IN_FRAG_CARRY_CHUNKED in trips of the uncarried kernel's k's, ``carry_chunk``),
     with STAND_IN_FFMA_SERPENTINE its FFMAs in serpentine order there (``ffma_serpentine``)."""
     same = {k: cfg[k] for k in S10.default_config if k in cfg and k != "stages"}
     try:
@@ -315,6 +326,9 @@ def s10_config_for(cfg, problem=None) -> dict:
         if STAND_IN_CARRY_COPY_AT is not None:
             bk = out["block_k"]
             extra["carry_copy_k"] = min(max(int(STAND_IN_CARRY_COPY_AT * bk) - 1, 0), bk - 2)
+        elif (STAND_IN_FRAG_CARRY_CHUNKED and math.prod(S10.thread_tile(out)) * out["block_k"] > CARRY_TRIP_FFMAS
+              and 4 * out["k_unroll"] < out["block_k"]):
+            extra["carry_chunk"] = 4 * out["k_unroll"]
     if "a_vec" not in v and "b_vec" not in v:  # both operands on 4-byte copies
         tight = REG_FILE // (S10.threads(out) * out["min_blocks"]) <= 128
         if NT_STAND_IN_FEWER_BLOCKS and v["a_k_major"] and not v["b_n_major"]:

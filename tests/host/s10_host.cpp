@@ -87,9 +87,10 @@ static void run_case(const char* name, int M, int N, int K) {
 // One tile in every layout, with and without the moved edges: nn and tt with transpose_in (A or
 // B turned into a [k][x] tile), nt and tn as they are; FC: FRAG_CARRY (the tile's last k carried
 // over the barrier where the core reads A M-major and B N-major: all but nt), CK: CARRY_COPY_K, FS:
-// FFMA_SERPENTINE (the FFMA runs of odd rows right to left, in the same layouts).
+// FFMA_SERPENTINE (the FFMA runs of odd rows right to left, in the same layouts), CC: CARRY_CHUNK
+// (the carried loop CC k's a trip, a tile's last trip crossing the barrier).
 template <int BM, int BN, int BK, int WM, int WN, int KU, int STAGES, bool FP, bool FC = false, int CK = -1,
-          bool FS = false>
+          bool FS = false, int CC = 0>
 static void tile(const char* name) {
     auto shapes = [&](auto run) {
         for (auto [M, N, K] : {std::array<int, 3>{201, 301, 45}, {BM + 3, BN + 5, 2 * BK + 1}, {5, 7, 9}, {2 * BM, BN, BK},
@@ -98,8 +99,8 @@ static void tile(const char* name) {
     };
     auto layout = [&](auto akm, auto bnm) {
         constexpr bool A = decltype(akm)::value, B = decltype(bnm)::value;
-        using Plain = gemmlab::S10CpAsync<BM, BN, BK, WM, WN, KU, false, STAGES, false, false, A, B, true, FP, 1, false, FC, CK, FS>;
-        using Moved = gemmlab::S10CpAsync<BM, BN, BK, WM, WN, KU, false, STAGES, false, false, A, B, true, FP, 1, true, FC, CK, FS>;
+        using Plain = gemmlab::S10CpAsync<BM, BN, BK, WM, WN, KU, false, STAGES, false, false, A, B, true, FP, 1, false, FC, CK, FS, CC>;
+        using Moved = gemmlab::S10CpAsync<BM, BN, BK, WM, WN, KU, false, STAGES, false, false, A, B, true, FP, 1, true, FC, CK, FS, CC>;
         shapes([&](int M, int N, int K) {
             run_case<Plain, A, B>(name, M, N, K);
             run_case<Moved, A, B>(name, M, N, K);
@@ -113,8 +114,8 @@ static void tile(const char* name) {
     // A M-major with B N-major, either one 16-byte; tt with A 16-byte): only the 4-byte one moves
     auto one_vec = [&](auto bnm, auto avec) {
         constexpr bool B = decltype(bnm)::value, AV = decltype(avec)::value;
-        using Plain = gemmlab::S10CpAsync<BM, BN, BK, WM, WN, KU, false, STAGES, AV, !AV, false, B, true, FP, 1, false, FC, CK, FS>;
-        using Moved = gemmlab::S10CpAsync<BM, BN, BK, WM, WN, KU, false, STAGES, AV, !AV, false, B, true, FP, 1, true, FC, CK, FS>;
+        using Plain = gemmlab::S10CpAsync<BM, BN, BK, WM, WN, KU, false, STAGES, AV, !AV, false, B, true, FP, 1, false, FC, CK, FS, CC>;
+        using Moved = gemmlab::S10CpAsync<BM, BN, BK, WM, WN, KU, false, STAGES, AV, !AV, false, B, true, FP, 1, true, FC, CK, FS, CC>;
         shapes([&](int M, int N, int K) {
             run_case<Plain, false, B, AV, !AV>(name, M, N, K);
             run_case<Moved, false, B, AV, !AV>(name, M, N, K);
@@ -133,6 +134,9 @@ int main() {
     tile<128, 64, 16, 32, 32, 2, 4, true, true>("128x64 w32x32 bk16 x2 carried");
     tile<64, 64, 8, 32, 32, 2, 2, false, true, 3>("64x64 w32x32 bk8 2 stages carried, copies after k 3");
     tile<64, 64, 16, 32, 32, 2, 3, false, true, 7, true>("64x64 w32x32 bk16 3 stages carried, copies after k 7, serpentine");
+    tile<128, 64, 16, 32, 32, 2, 4, true, true, -1, false, 4>("128x64 w32x32 bk16 x2 carried in trips of 4 k");
+    tile<64, 64, 32, 32, 32, 2, 3, false, true, -1, true, 8>("64x64 w32x32 3 stages carried in trips of 8 k, serpentine");
+    tile<64, 64, 8, 32, 32, 2, 2, false, true, -1, false, 2>("64x64 w32x32 bk8 2 stages carried in trips of 2 k");
     std::printf("%d of %d cases wrong\n", failures, cases);
     return failures != 0;
 }

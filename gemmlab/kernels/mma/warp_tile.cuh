@@ -43,10 +43,10 @@ namespace gemmlab {
 // a second set of registers (the two alternate), so that a group's first FFMAs do not wait out the
 // LDS latency; without it ptxas hoists loads only within one trip of the loop (K_UNROLL groups).
 //
-// KFrag / load_k / ffma_k / multiply_all_but_last (the outer-product layout only: A M-major, B
-// N-major): one k at a time, the next k's fragments loaded before this k's FFMAs, and the tile's
-// last k left in registers for the caller, which may cross its barrier and load the next tile's
-// first k before those FFMAs (s10's FRAG_CARRY).
+// KFrag / load_k / ffma_k / multiply_run / multiply_all_but_last (the outer-product layout only: A
+// M-major, B N-major): one k at a time, the next k's fragments loaded before this k's FFMAs, and a
+// run's (the tile's) last k left in registers for the caller, which may cross its barrier and load
+// the next tile's first k before those FFMAs (s10's FRAG_CARRY, in runs of CARRY_CHUNK k's).
 template <int BLOCK_M, int BLOCK_N, int BLOCK_K, int WARP_M, int WARP_N, int K_UNROLL, bool A_SWIZZLE,
           bool A_K_MAJOR, bool B_N_MAJOR, int FFMA_ROTATE = 0, bool B_SCALAR = false, int A_LD_ = 0, int B_LD_ = 0,
           bool FRAG_PREFETCH = false>
@@ -234,23 +234,33 @@ struct WarpTileCore {
         outer_product(acc, f.a, f.b);
     }
 
-    // acc += k = 0 .. BLOCK_K-2 of the stage, f holding k 0's fragments on entry; on return f holds
-    // the last k's (loaded, not yet multiplied). hook() runs after k HOOK_K's FFMAs (-1: never).
-    template <int HOOK_K = -1, class Hook = void (*)()>
-    __device__ __forceinline__ void multiply_all_but_last(float (&acc)[THREAD_M][THREAD_N], const float* __restrict__ a_tile,
-                                                          const float* __restrict__ b_tile, KFrag& f,
-                                                          Hook hook = nullptr) const {
-        static_assert(HOOK_K >= -1 && HOOK_K < BLOCK_K - 1, "the hook runs after one of k = 0 .. BLOCK_K-2");
+    // acc += the COUNT k's of the stage from k0, f holding k0's fragments on entry; on return f holds
+    // those of k0 + COUNT (loaded, not yet multiplied). hook() runs after k HOOK_K's FFMAs (-1: never).
+    template <int COUNT, int HOOK_K = -1, class Hook = void (*)()>
+    __device__ __forceinline__ void multiply_run(float (&acc)[THREAD_M][THREAD_N], const float* __restrict__ a_tile,
+                                                 const float* __restrict__ b_tile, int k0, KFrag& f,
+                                                 Hook hook = nullptr) const {
+        static_assert(COUNT >= 1 && COUNT < BLOCK_K, "a run of 1 .. BLOCK_K-1 k's, the one after it loaded");
+        static_assert(HOOK_K >= -1 && HOOK_K < COUNT, "the hook runs after one of the run's k's");
 #pragma unroll
-        for (int k = 0; k + 1 < BLOCK_K; ++k) {
+        for (int k = 0; k < COUNT; ++k) {
             KFrag next;
-            load_k(next, a_tile, b_tile, k + 1);
+            load_k(next, a_tile, b_tile, k0 + k + 1);
             ffma_k(acc, f);
             if constexpr (HOOK_K >= 0) {
                 if (k == HOOK_K) hook();
             }
             f = next;
         }
+    }
+
+    // acc += k = 0 .. BLOCK_K-2 of the stage, f holding k 0's fragments on entry; on return f holds
+    // the last k's (loaded, not yet multiplied). hook() runs after k HOOK_K's FFMAs (-1: never).
+    template <int HOOK_K = -1, class Hook = void (*)()>
+    __device__ __forceinline__ void multiply_all_but_last(float (&acc)[THREAD_M][THREAD_N], const float* __restrict__ a_tile,
+                                                          const float* __restrict__ b_tile, KFrag& f,
+                                                          Hook hook = nullptr) const {
+        multiply_run<BLOCK_K - 1, HOOK_K>(acc, a_tile, b_tile, 0, f, hook);
     }
 
     // acc += A_tile * B_tile for one BLOCK_K-deep stage, K_UNROLL groups of 4 k per loop trip
