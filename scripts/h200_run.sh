@@ -314,6 +314,12 @@ for what in "$@"; do
       # (frag-carry-chunked's question); a seed no probe has used (31) says whether either holds
       step "frag_carry at 64 (and 64 or 128, chunked) accumulators a thread against the runtime on random shapes of a fresh seed (31)"
       random_variants 31 as_is,frag_carry_acc64,frag_carry_64_128 variants-frag-carry-acc64-31.txt 560 ;;
+    carry-h200)
+      # the runtime's frag_carry at 64 accumulators (on since the sixteenth session, measured on H100s
+      # only) against the stand-in uncarried, and the stand-in at k_unroll 2 at most (an experiment),
+      # on the H200, a seed no probe has used (53)
+      step "the runtime (frag_carry at 64 accumulators) against it off, and the stand-in at k_unroll <= 2, seed 53"
+      random_variants 53 as_is,frag_carry_off,stand_in_ku2 variants-carry-h200-53.txt 560 ;;
     frag-carry-chunked)
       # docs/stages/s10-s11.md, "The carried loop in trips of part of a tile": the 128-accumulator
       # stand-ins (w64x64, block_k 32; on the H200 auto takes them for 16 of 300 random unaligned

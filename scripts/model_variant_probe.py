@@ -75,16 +75,23 @@ VARIANTS = {
     "edge_shift": ((s11_tma, "STAND_IN_EDGE_SHIFT", True),),
     "edge_shift_off": ((s11_tma, "STAND_IN_EDGE_SHIFT", False),),
     # s10's stand-in on 4-byte copies crosses its barrier with the tile's last k in registers where
-    # the core reads the outer-product layout (s10 frag_carry: nn, tn, tt; an experiment, off in the runtime)
-    "frag_carry": ((s11_tma, "STAND_IN_FRAG_CARRY", True),),
+    # the core reads the outer-product layout (s10 frag_carry: nn, tn, tt), every stand-in (the runtime: at 64 accumulators a thread)
+    "frag_carry": ((s11_tma, "STAND_IN_FRAG_CARRY", True), (s11_tma, "STAND_IN_FRAG_CARRY_ACCUMULATORS", None)),
+    # the stand-in uncarried (the runtime before the sixteenth session)
+    "frag_carry_off": ((s11_tma, "STAND_IN_FRAG_CARRY", False),),
     # the same with the copies after half the next tile's k (s10 carry_copy_k), as cuBLAS issues them late
-    "frag_carry_late": ((s11_tma, "STAND_IN_FRAG_CARRY", True), (s11_tma, "STAND_IN_CARRY_COPY_AT", 0.5)),
+    "frag_carry_late": ((s11_tma, "STAND_IN_FRAG_CARRY", True), (s11_tma, "STAND_IN_FRAG_CARRY_ACCUMULATORS", None),
+                        (s11_tma, "STAND_IN_CARRY_COPY_AT", 0.5)),
     # frag_carry only where a thread holds 64 accumulators (warp tiles 32x64, 64x32): the plans that
     # gained on the H100's seed 23 and quick shapes (2026-12-05; 32 and 128 lost; docs/stages/s10-s11.md)
+    # (the runtime since the sixteenth session: the same as as_is)
     "frag_carry_acc64": ((s11_tma, "STAND_IN_FRAG_CARRY", True), (s11_tma, "STAND_IN_FRAG_CARRY_ACCUMULATORS", (64,))),
     # frag_carry everywhere, a trip of the uncarried kernel's k's where a whole tile a trip is over 2048
     # FFMAs (the 128-accumulator stand-ins at block_k 32: s10 carry_chunk; CPU-built 2026-12-05)
-    "frag_carry_chunked": ((s11_tma, "STAND_IN_FRAG_CARRY", True), (s11_tma, "STAND_IN_FRAG_CARRY_CHUNKED", True)),
+    "frag_carry_chunked": ((s11_tma, "STAND_IN_FRAG_CARRY", True), (s11_tma, "STAND_IN_FRAG_CARRY_ACCUMULATORS", None),
+                           (s11_tma, "STAND_IN_FRAG_CARRY_CHUNKED", True)),
+    # the stand-in on 4-byte copies at k_unroll 2 at most (its K loop half the size where it was 4)
+    "stand_in_ku2": ((s11_tma, "STAND_IN_MAX_K_UNROLL", 2),),
     # the rule if the chunks turn the 128-accumulator stand-ins' loss into the 64's gain: 64 and 128
     "frag_carry_64_128": ((s11_tma, "STAND_IN_FRAG_CARRY", True), (s11_tma, "STAND_IN_FRAG_CARRY_CHUNKED", True),
                           (s11_tma, "STAND_IN_FRAG_CARRY_ACCUMULATORS", (64, 128))),

@@ -1214,7 +1214,8 @@ def test_frag_carry_is_0_or_1_named_and_taken_where_the_core_reads_the_outer_pro
     """``frag_carry`` is 0 or 1, the template's last argument only where on (older sources and
     kernels unchanged), named (fc1) only where on; it applies where the core reads A M-major and B
     N-major (tn, and nn / tt on 4-byte copies with transpose_in), not in nt nor where transpose_in
-    is off in nn or tt; s11's stand-in takes it only with STAND_IN_FRAG_CARRY (off by default)."""
+    is off in nn or tt; s11's stand-in takes it only with STAND_IN_FRAG_CARRY (on in the runtime, where a
+    thread holds 64 accumulators: STAND_IN_FRAG_CARRY_ACCUMULATORS)."""
     from gemmlab.heuristics import space
 
     with pytest.raises(ConfigError, match="frag_carry=2 must be 0 or 1"):
@@ -1238,9 +1239,12 @@ def test_frag_carry_is_0_or_1_named_and_taken_where_the_core_reads_the_outer_pro
     assert not any(S10.carries(off, x) for x in four.values())
     tile = {c.label: c for c in space.SM90}["128x64 w32x32 x2"].config()
     problems = {lay: dense(255, 257, 259, lay) for lay in layouts}
-    assert not s11_tma.STAND_IN_FRAG_CARRY
+    # the runtime (since 2026-12-05, sixteenth session): on, at 64 accumulators a thread
+    assert s11_tma.STAND_IN_FRAG_CARRY and s11_tma.STAND_IN_FRAG_CARRY_ACCUMULATORS == (64,)
+    monkeypatch.setattr(s11_tma, "STAND_IN_FRAG_CARRY", False)
     assert all(s11_tma.s10_config_for(tile, p).get("frag_carry", 0) == 0 for p in problems.values())
     monkeypatch.setattr(s11_tma, "STAND_IN_FRAG_CARRY", True)
+    monkeypatch.setattr(s11_tma, "STAND_IN_FRAG_CARRY_ACCUMULATORS", None)
     got = {lay: s11_tma.s10_config_for(tile, p).get("frag_carry", 0) for lay, p in problems.items()}
     assert got == {"nn": 1, "nt": 0, "tn": 1, "tt": 1}
     assert s11_tma.s10_config_for(tile, dense(256, 256, 256, "tn")).get("frag_carry", 0) == 0  # 16-byte: as before
@@ -1282,6 +1286,7 @@ def test_carry_chunk_is_a_divisor_of_block_k_with_frag_carry_and_the_stand_in_ta
     by_label = {c.label: c.config() for c in space.SM90}
     tt = dense(255, 257, 259, "tt")
     monkeypatch.setattr(s11_tma, "STAND_IN_FRAG_CARRY", True)
+    monkeypatch.setattr(s11_tma, "STAND_IN_FRAG_CARRY_ACCUMULATORS", None)
     labels = ("128x256 w64x64 (default)", "128x256 w64x64 ku4", "128x256 w64x64 ku8", "128x256 w64x64 bk16 s8",
               "128x128 w64x64", "64x256 w32x64", "128x128 w32x64 x2", "64x64 w32x32 x3")
     chunks = lambda: {lab: s11_tma.s10_config_for(by_label[lab], tt).get("carry_chunk", 0) for lab in labels}  # noqa: E731
@@ -1346,6 +1351,8 @@ def test_carry_chunk_gives_the_carried_loop_the_uncarried_kernels_size(monkeypat
     tile = {c.label: c for c in space.SM90}["128x256 w64x64 (default)"].config()
     p = Problem.dense(255, 257, 259, layout, 1, a_ptr=1 << 40, b_ptr=2 << 40, d_ptr=3 << 40)
 
+    monkeypatch.setattr(s11_tma, "STAND_IN_FRAG_CARRY_ACCUMULATORS", None)  # every stand-in (the runtime: 64)
+
     def k_loop(carry, chunked):
         monkeypatch.setattr(s11_tma, "STAND_IN_FRAG_CARRY", carry)
         monkeypatch.setattr(s11_tma, "STAND_IN_FRAG_CARRY_CHUNKED", chunked)
@@ -1402,12 +1409,13 @@ def test_gpu_s10_frag_carry(tile):
 @pytest.mark.parametrize("chunked", [False, True], ids=["whole", "chunked"])
 @pytest.mark.parametrize("layout", ["nn", "nt", "tn", "tt"])
 def test_gpu_stand_in_frag_carry_through_auto(monkeypatch, layout, chunked):
-    """With STAND_IN_FRAG_CARRY on (and STAND_IN_FRAG_CARRY_CHUNKED: s11's default 128x256 tile then
+    """With STAND_IN_FRAG_CARRY on for every stand-in (and STAND_IN_FRAG_CARRY_CHUNKED: s11's default 128x256 tile then
     stands in with carry_chunk 8), the plans of unaligned problems (auto and s11's stand-in) on odd
     shapes, batched, against float64."""
     from gemmlab.check import check_stage
 
     monkeypatch.setattr(s11_tma, "STAND_IN_FRAG_CARRY", True)
+    monkeypatch.setattr(s11_tma, "STAND_IN_FRAG_CARRY_ACCUMULATORS", None)  # every stand-in (the runtime: 64)
     monkeypatch.setattr(s11_tma, "STAND_IN_FRAG_CARRY_CHUNKED", chunked)
     for stage in ("s11", "auto"):
         for M, N, K, batch in ((333, 555, 777, 8), (1001, 999, 301, None), (255, 257, 259, None), (97, 4001, 33, None)):

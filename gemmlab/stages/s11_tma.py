@@ -263,29 +263,38 @@ STAND_IN_NO_PREFETCH_AT_128_REGISTERS = False
 # (results/h200/logs/variants-edge-shift-16.txt, -18.txt): the s10 plans 2.0% and 2.1% faster
 # (geometric mean over 45 and 26 random shapes; 333x555x777x8 tt 98.4 -> 92.3 us), the worst -6.7%.
 STAND_IN_EDGE_SHIFT = True
-# An experiment (CPU-built 2026-12-05): the stand-in on 4-byte copies crosses its K tile's barrier
-# with the tile's last k in registers (s10 frag_carry), where the core reads the outer-product
-# layout (nn, tn, tt); docs/stages/s10-s11.md. Measured on an H100 (2026-12-05, fifteenth session;
+# The stand-in on 4-byte copies crosses its K tile's barrier with the tile's last k in registers
+# (s10 frag_carry), where the core reads the outer-product layout (nn, tn, tt), at 64 accumulators a
+# thread (below); docs/stages/s10-s11.md. Measured on an H100 (2026-12-05, fifteenth session;
 # results/h100/logs/frag-carry-*.txt), 61 changed plans of 140 shapes: by the accumulators a thread
 # holds, 64 (warp tiles 32x64 and 64x32) 21 plans, all faster, 1.040 geometric mean (333x555x777x8
-# tt 105.2 -> 93.8 us); 32 (w32x32) 34 plans, 0.971; 128 (w64x64) 6 plans, 0.815. Off: the
-# restriction below was read off those runs and waits for shapes they did not hold.
-STAND_IN_FRAG_CARRY = False
+# tt 105.2 -> 93.8 us); 32 (w32x32) 34 plans, 0.971; 128 (w64x64) 6 plans, 0.815. The restriction
+# to 64, read off those runs, then held on three fresh seeds (H100, sixteenth session;
+# variants-frag-carry-acc64-31/-37/-43.txt): 10, 12 and 15 changed plans, 1.051, 1.055 and 1.039
+# geometric mean, the worst 0.998. On since then; not yet timed on an H200.
+STAND_IN_FRAG_CARRY = True
 # With it: None, every stand-in whose core reads the outer-product layout; a tuple, only those
 # whose thread holds that many accumulators (the thread tile's, warp_m * warp_n / 32).
-STAND_IN_FRAG_CARRY_ACCUMULATORS = None
+STAND_IN_FRAG_CARRY_ACCUMULATORS = (64,)
 # With it: None, the copies right after the barrier; a fraction f of the K tile, the copies after
 # the FFMAs of k = f * block_k - 1 of the next tile (s10 carry_copy_k).
 STAND_IN_CARRY_COPY_AT = None
-# With it (an experiment, CPU-built 2026-12-05, sixteenth session; not measured): where a whole
-# tile a trip would unroll into more than CARRY_TRIP_FFMAS FFMAs a thread, the carried loop runs the
-# uncarried kernel's 4 * k_unroll k's a trip instead (s10 carry_chunk). At 128 accumulators and
-# block_k 32 a whole tile is 4096 FFMAs (79 KB of code), as in s11's k_unroll 8, which the H200 ran
-# 5-30% slower than k_unroll 4's 2048 (the shipped table's candidates): the suspect for the
-# 128-accumulator stand-ins' 0.815 (docs/stages/s10-s11.md, "frag_carry measured"). Not below that:
+# With it (an experiment, 2026-12-05, sixteenth session): where a whole tile a trip would unroll into
+# more than CARRY_TRIP_FFMAS FFMAs a thread, the carried loop runs the uncarried kernel's
+# 4 * k_unroll k's a trip instead (s10 carry_chunk). At 128 accumulators and block_k 32 a whole tile
+# is 4096 FFMAs (79 KB of code), as in s11's k_unroll 8, which the H200 ran 5-30% slower than
+# k_unroll 4 (the shipped table's candidates). Measured (H100, results/h100/logs/frag-carry-chunked.txt,
+# ncu-carry-chunk.txt): it takes back most of what the whole-tile carry lost at 128 accumulators (7
+# shapes: 0.725 -> 0.827 against 0.847 uncarried; 741x552x125x8 tt 66.0 -> 42.9 us against 37.3,
+# warps stalled on no_instruction 3.18 -> 1.92 cycles an issued instruction against 1.57), not all:
+# off, and 128 accumulators stay uncarried. Not below CARRY_TRIP_FFMAS:
 # 128x128 w32x64 x2 (128 registers a thread) spills in the K loop with a trip of 8 k's. Nor where
 # the candidate unrolls a whole tile itself (k_unroll 8 at block_k 32).
 STAND_IN_FRAG_CARRY_CHUNKED = False
+# An experiment (2026-12-05, sixteenth session): None, or the most k_unroll the stand-in on 4-byte copies
+# keeps (ncu on an H100, 741x552x125x8 tt, 256x128 w64x64: ku4 44.4 us with 1.57 cycles an issued
+# instruction stalled on no_instruction, ku2 41.0 with 1.13, ku1 41.0 with 1.08; cuBLAS 0.14).
+STAND_IN_MAX_K_UNROLL = None
 CARRY_TRIP_FFMAS = 2048
 # An experiment (CPU-built 2026-12-05, not yet measured): the stand-in on 4-byte copies runs its
 # FFMAs in serpentine order where the core reads the outer-product layout (s10 ffma_serpentine).
@@ -329,6 +338,8 @@ def s10_config_for(cfg, problem=None) -> dict:
         elif (STAND_IN_FRAG_CARRY_CHUNKED and math.prod(S10.thread_tile(out)) * out["block_k"] > CARRY_TRIP_FFMAS
               and 4 * out["k_unroll"] < out["block_k"]):
             extra["carry_chunk"] = 4 * out["k_unroll"]
+    if STAND_IN_MAX_K_UNROLL is not None and out["k_unroll"] > STAND_IN_MAX_K_UNROLL:
+        extra["k_unroll"] = STAND_IN_MAX_K_UNROLL
     if "a_vec" not in v and "b_vec" not in v:  # both operands on 4-byte copies
         tight = REG_FILE // (S10.threads(out) * out["min_blocks"]) <= 128
         if NT_STAND_IN_FEWER_BLOCKS and v["a_k_major"] and not v["b_n_major"]:
