@@ -12,10 +12,10 @@ aligned problems instead (TMA), the same way. ``--loop``: a line for every insta
 1 instead, with its registers, stack bytes and the size of its K loop (instructions, FFMAs, copies:
 what a change of the copy paths adds or removes; docs/stages/s10-s11.md, the M/N edge mask).
 ``--edge-shift``: the stand-ins with their M/N edge blocks moved inside (s11_tma.STAND_IN_EDGE_SHIFT).
-``--frag-carry``: the stand-ins with the tile's last k carried over the barrier (s11_tma.STAND_IN_FRAG_CARRY);
-``--frag-carry-chunked``: the same, in trips of the uncarried kernel's k's where a whole tile a trip is
-large (s11_tma.STAND_IN_FRAG_CARRY_CHUNKED). ``--loop`` counts the main loop only (ptxas unrolls
-one trip; where the main loop sits inside another, the K loop's count also has the loop around it).
+Without either of the next two, the stand-ins uncarried. ``--frag-carry``: every stand-in with the
+tile's last k carried over the barrier (s11_tma.STAND_IN_FRAG_CARRY, at every accumulator count; the
+runtime carries at 64); ``--frag-carry-chunked``: the same, in trips of the uncarried kernel's k's
+where a whole tile a trip is large (s11_tma.STAND_IN_FRAG_CARRY_CHUNKED).
     python3 scripts/s10_spill_scan.py [--layouts nn,nt,tn,tt] [--jobs N] [--aligned] [--loop] [--edge-shift]
                                       [--frag-carry] [--frag-carry-chunked]"""
 from __future__ import annotations
@@ -83,6 +83,7 @@ def main():
     jobs = int(sys.argv[sys.argv.index("--jobs") + 1]) if "--jobs" in sys.argv else 2
     s11_tma.STAND_IN_EDGE_SHIFT = "--edge-shift" in sys.argv
     s11_tma.STAND_IN_FRAG_CARRY = "--frag-carry" in sys.argv or "--frag-carry-chunked" in sys.argv
+    s11_tma.STAND_IN_FRAG_CARRY_ACCUMULATORS = None
     s11_tma.STAND_IN_FRAG_CARRY_CHUNKED = "--frag-carry-chunked" in sys.argv
     todo = instantiations(layouts, aligned="--aligned" in sys.argv)
     if "--loop" in sys.argv:

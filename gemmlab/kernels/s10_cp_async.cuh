@@ -150,60 +150,50 @@ struct S10CpAsync {
             __syncthreads();
             typename Core::KFrag f;
             core.load_k(f, a_tiles, b_tiles, 0);
-            int stage = 0;
-            if constexpr (COPY_K >= 0) {
-                for (int tile = 0; tile < num_tiles; ++tile) {
+            // One trip a CHUNK of k's of one tile (the whole tile: CHUNKS_PER_TILE 1): its k's but the
+            // last, then the last's FFMAs after the next k's loads; a tile's last chunk crosses the
+            // barrier first, so the next k is the next tile's first.
+            int stage = 0, chunk = 0, tile = 0;  // the trip's stage, its chunk of its tile, and that tile
+#pragma unroll 1
+            for (int trip = 0; trip < num_tiles * CHUNKS_PER_TILE; ++trip) {
+                const float* a_tile = a_tiles + stage * Core::A_TILE_FLOATS;
+                const float* b_tile = b_tiles + stage * Core::B_TILE_FLOATS;
+                const int k0 = CHUNKS_PER_TILE == 1 ? 0 : chunk * CHUNK;
+                if constexpr (COPY_K >= 0) {
                     // Tile tile - 1 + STAGES into the stage of tile - 1 (freed at the last barrier), from
                     // trip 1 on: group j still holds tile j, so the count below is the same.
                     const int prev = stage == 0 ? STAGES - 1 : stage - 1;
-                    core.template multiply_all_but_last<COPY_K>(
-                        acc, a_tiles + stage * Core::A_TILE_FLOATS, b_tiles + stage * Core::B_TILE_FLOATS, f, [&] {
-                            if (tile > 0) {
-                                if (tile - 1 + STAGES < num_tiles) copy_tile(prev);
-                                async::commit_group();
-                            }
-                        });
-                    async::wait_group<STAGES - 2>();  // as below
+                    core.template multiply_run<CHUNK - 1, COPY_K>(acc, a_tile, b_tile, k0, f, [&] {
+                        if (tile > 0) {
+                            if (tile - 1 + STAGES < num_tiles) copy_tile(prev);
+                            async::commit_group();
+                        }
+                    });
+                } else {
+                    core.template multiply_run<CHUNK - 1>(acc, a_tile, b_tile, k0, f);
+                }
+                typename Core::KFrag g;  // the next k (past the last tile: a stage's stale data, unused)
+                if (CHUNKS_PER_TILE == 1 || chunk == CHUNKS_PER_TILE - 1) {
+                    // STAGES + tile groups are committed, group j holding tile j; allowing STAGES-2
+                    // pending means tile + 1 has landed.
+                    async::wait_group<STAGES - 2>();
+                    // Everyone's copies of tile + 1 are visible, and everyone has read all of tile `tile`.
                     __syncthreads();
                     const int next = stage == STAGES - 1 ? 0 : stage + 1;
-                    typename Core::KFrag g;
                     core.load_k(g, a_tiles + next * Core::A_TILE_FLOATS, b_tiles + next * Core::B_TILE_FLOATS, 0);
-                    core.ffma_k(acc, f);
-                    f = g;
-                    stage = next;
-                }
-            } else {
-                // One trip a CHUNK of k's of one tile (the whole tile: CHUNKS_PER_TILE 1): its k's but
-                // the last, then the last's FFMAs after the next k's loads; a tile's last chunk
-                // crosses the barrier first, so the next k is the next tile's first.
-                int chunk = 0, tile = 0;  // the trip's chunk of its tile, and that tile
-#pragma unroll 1
-                for (int trip = 0; trip < num_tiles * CHUNKS_PER_TILE; ++trip) {
-                    const float* a_tile = a_tiles + stage * Core::A_TILE_FLOATS;
-                    const float* b_tile = b_tiles + stage * Core::B_TILE_FLOATS;
-                    const int k0 = CHUNKS_PER_TILE == 1 ? 0 : chunk * CHUNK;
-                    core.template multiply_run<CHUNK - 1>(acc, a_tile, b_tile, k0, f);
-                    typename Core::KFrag g;  // the next k (past the last tile: a stage's stale data, unused)
-                    if (CHUNKS_PER_TILE == 1 || chunk == CHUNKS_PER_TILE - 1) {
-                        // STAGES + tile groups are committed, group j holding tile j; allowing
-                        // STAGES-2 pending means tile + 1 has landed.
-                        async::wait_group<STAGES - 2>();
-                        // Everyone's copies of tile + 1 are visible, and everyone has read all of tile `tile`.
-                        __syncthreads();
-                        const int next = stage == STAGES - 1 ? 0 : stage + 1;
-                        core.load_k(g, a_tiles + next * Core::A_TILE_FLOATS, b_tiles + next * Core::B_TILE_FLOATS, 0);
+                    if constexpr (COPY_K < 0) {
                         if (tile + STAGES < num_tiles) copy_tile(stage);
                         async::commit_group();
-                        stage = next;
-                        chunk = 0;
-                        ++tile;
-                    } else {
-                        core.load_k(g, a_tile, b_tile, k0 + CHUNK);
-                        ++chunk;
                     }
-                    core.ffma_k(acc, f);
-                    f = g;
+                    stage = next;
+                    chunk = 0;
+                    ++tile;
+                } else {
+                    core.load_k(g, a_tile, b_tile, k0 + CHUNK);
+                    ++chunk;
                 }
+                core.ffma_k(acc, f);
+                f = g;
             }
         } else {
             // Prologue: tiles 0..STAGES-2 in flight, one group each (empty groups keep the count uniform).

@@ -291,11 +291,11 @@ STAND_IN_CARRY_COPY_AT = None
 # 128x128 w32x64 x2 (128 registers a thread) spills in the K loop with a trip of 8 k's. Nor where
 # the candidate unrolls a whole tile itself (k_unroll 8 at block_k 32).
 STAND_IN_FRAG_CARRY_CHUNKED = False
+CARRY_TRIP_FFMAS = 2048
 # An experiment (2026-12-05, sixteenth session): None, or the most k_unroll the stand-in on 4-byte copies
 # keeps (ncu on an H100, 741x552x125x8 tt, 256x128 w64x64: ku4 44.4 us with 1.57 cycles an issued
 # instruction stalled on no_instruction, ku2 41.0 with 1.13, ku1 41.0 with 1.08; cuBLAS 0.14).
 STAND_IN_MAX_K_UNROLL = None
-CARRY_TRIP_FFMAS = 2048
 # An experiment (CPU-built 2026-12-05, not yet measured): the stand-in on 4-byte copies runs its
 # FFMAs in serpentine order where the core reads the outer-product layout (s10 ffma_serpentine).
 STAND_IN_FFMA_SERPENTINE = False
@@ -325,6 +325,9 @@ def s10_config_for(cfg, problem=None) -> dict:
         return out
     # the rules' changes, checked in one config (the model asks this for every candidate it ranks)
     extra = {"edge_shift": 1} if STAND_IN_EDGE_SHIFT else {}
+    ku = out["k_unroll"] if STAND_IN_MAX_K_UNROLL is None else min(out["k_unroll"], STAND_IN_MAX_K_UNROLL)
+    if ku != out["k_unroll"]:
+        extra["k_unroll"] = ku
     # the layout is asked only where a flag needs it (the runtime's flags are off)
     outer = (STAND_IN_FFMA_SERPENTINE or STAND_IN_FRAG_CARRY) and S10.outer_product(out, v)
     if STAND_IN_FFMA_SERPENTINE and outer:
@@ -336,16 +339,14 @@ def s10_config_for(cfg, problem=None) -> dict:
             bk = out["block_k"]
             extra["carry_copy_k"] = min(max(int(STAND_IN_CARRY_COPY_AT * bk) - 1, 0), bk - 2)
         elif (STAND_IN_FRAG_CARRY_CHUNKED and math.prod(S10.thread_tile(out)) * out["block_k"] > CARRY_TRIP_FFMAS
-              and 4 * out["k_unroll"] < out["block_k"]):
-            extra["carry_chunk"] = 4 * out["k_unroll"]
-    if STAND_IN_MAX_K_UNROLL is not None and out["k_unroll"] > STAND_IN_MAX_K_UNROLL:
-        extra["k_unroll"] = STAND_IN_MAX_K_UNROLL
+              and 4 * ku < out["block_k"]):
+            extra["carry_chunk"] = 4 * ku
     if "a_vec" not in v and "b_vec" not in v:  # both operands on 4-byte copies
         tight = REG_FILE // (S10.threads(out) * out["min_blocks"]) <= 128
         if NT_STAND_IN_FEWER_BLOCKS and v["a_k_major"] and not v["b_n_major"]:
             if tight and out["min_blocks"] > 1:
                 extra["min_blocks"] = out["min_blocks"] - 1
-            if out["k_unroll"] > 4:
+            if ku > 4:
                 extra["k_unroll"] = 4
         elif STAND_IN_NO_PREFETCH_AT_128_REGISTERS and tight:
             extra["frag_prefetch"] = 0

@@ -43,10 +43,10 @@ namespace gemmlab {
 // a second set of registers (the two alternate), so that a group's first FFMAs do not wait out the
 // LDS latency; without it ptxas hoists loads only within one trip of the loop (K_UNROLL groups).
 //
-// KFrag / load_k / ffma_k / multiply_run / multiply_all_but_last (the outer-product layout only: A
-// M-major, B N-major): one k at a time, the next k's fragments loaded before this k's FFMAs, and a
-// run's (the tile's) last k left in registers for the caller, which may cross its barrier and load
-// the next tile's first k before those FFMAs (s10's FRAG_CARRY, in runs of CARRY_CHUNK k's).
+// KFrag / load_k / ffma_k / multiply_run (the outer-product layout only: A M-major, B N-major): one
+// k at a time, the next k's fragments loaded before this k's FFMAs, and the k after a run left in
+// registers for the caller, which may cross its barrier and load the next tile's first k before
+// that k's FFMAs (s10's FRAG_CARRY: runs of a tile's k's but its last, or of CARRY_CHUNK k's).
 template <int BLOCK_M, int BLOCK_N, int BLOCK_K, int WARP_M, int WARP_N, int K_UNROLL, bool A_SWIZZLE,
           bool A_K_MAJOR, bool B_N_MAJOR, int FFMA_ROTATE = 0, bool B_SCALAR = false, int A_LD_ = 0, int B_LD_ = 0,
           bool FRAG_PREFETCH = false>
@@ -252,15 +252,6 @@ struct WarpTileCore {
             }
             f = next;
         }
-    }
-
-    // acc += k = 0 .. BLOCK_K-2 of the stage, f holding k 0's fragments on entry; on return f holds
-    // the last k's (loaded, not yet multiplied). hook() runs after k HOOK_K's FFMAs (-1: never).
-    template <int HOOK_K = -1, class Hook = void (*)()>
-    __device__ __forceinline__ void multiply_all_but_last(float (&acc)[THREAD_M][THREAD_N], const float* __restrict__ a_tile,
-                                                          const float* __restrict__ b_tile, KFrag& f,
-                                                          Hook hook = nullptr) const {
-        multiply_run<BLOCK_K - 1, HOOK_K>(acc, a_tile, b_tile, 0, f, hook);
     }
 
     // acc += A_tile * B_tile for one BLOCK_K-deep stage, K_UNROLL groups of 4 k per loop trip
