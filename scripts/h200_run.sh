@@ -320,6 +320,12 @@ for what in "$@"; do
       # on the H200, a seed no probe has used (53)
       step "the runtime (frag_carry at 64 accumulators) against it off, and the stand-in at k_unroll <= 2, seed 53"
       random_variants 53 as_is,frag_carry_off,stand_in_ku2 variants-carry-h200-53.txt 560 ;;
+    tuned-slack)
+      # heuristics/choice.py TUNED_MODEL_SLACK (off): a tuned bucket's entry measured at another shape
+      # checked against the waves model there; random shapes inside tuned buckets (seed 61, no suite's)
+      step "tuned entries off their measured shape: as is, and checked against the model (1.15, 1.3), seed 61 in tuned buckets"
+      (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 560 python3 model_variant_probe.py --random 90 --seed 61 --in-buckets \
+        --variants as_is,tuned_slack,tuned_slack130 2>&1 | grep -v -i warn | tee "$RES/variants-tuned-slack-61.txt" | tail -6) ;;
     frag-carry-chunked)
       # docs/stages/s10-s11.md, "The carried loop in trips of part of a tile": the 128-accumulator
       # stand-ins (w64x64, block_k 32; on the H200 auto takes them for 16 of 300 random unaligned

@@ -92,6 +92,10 @@ VARIANTS = {
                            (s11_tma, "STAND_IN_FRAG_CARRY_CHUNKED", True)),
     # the stand-in on 4-byte copies at k_unroll 2 at most (its K loop half the size where it was 4)
     "stand_in_ku2": ((s11_tma, "STAND_IN_MAX_K_UNROLL", 2),),
+    # a tuned bucket's entry measured at another shape is checked against the waves model there
+    # (heuristics/choice.py, TUNED_MODEL_SLACK); random shapes in tuned buckets (--in-buckets)
+    "tuned_slack": ((choice, "TUNED_MODEL_SLACK", 1.15),),
+    "tuned_slack130": ((choice, "TUNED_MODEL_SLACK", 1.3),),
     # the rule if the chunks turn the 128-accumulator stand-ins' loss into the 64's gain: 64 and 128
     "frag_carry_64_128": ((s11_tma, "STAND_IN_FRAG_CARRY", True), (s11_tma, "STAND_IN_FRAG_CARRY_CHUNKED", True),
                           (s11_tma, "STAND_IN_FRAG_CARRY_ACCUMULATORS", (64, 128))),
@@ -116,17 +120,42 @@ def taken_buckets():
     return out
 
 
+def tuned_buckets():
+    """{(bucket, layout, aligned): measured shape} of the shipped H200 table's entries."""
+    import json
+
+    path = table.TABLES / "nvidia-h200-sm_90-nvrtc-13.0.json"
+    return {(tuple(e["bucket"]), e["layout"], bool(e.get("aligned", True))): tuple(e["shape"][:4])
+            for e in json.loads(path.read_text())["entries"]}
+
+
 def random_shapes(n, seed):
+    """``n`` random shapes in no table's bucket and no suite's; ``--in-buckets``: instead shapes in a
+    tuned bucket of their layout and alignment class, other than the shape it was measured at (what
+    step 2 of the choice does off its measured shape), none of them in a suite."""
+    from gemmlab.problem import Problem
+
     rng, taken, out = random.Random(seed), taken_buckets(), []
+    tuned = tuned_buckets() if "--in-buckets" in sys.argv else None
+    suite = {table.bucket(*s[:4]) for name in ("HELDOUT", "OWN", "WIDE", "GRID", "ISSUE9") for s in getattr(suites, name)}
     while len(out) < n:
         batch = rng.choice((4, 8, 16, 32, 64)) if rng.random() < 0.25 else 1
         hi = 4096 if batch == 1 else 768
         dims = [int(math.exp(rng.uniform(math.log(96), math.log(hi)))) for _ in range(3)]
         dims = [d | 1 if rng.random() < 0.4 else d & ~3 for d in dims]
         M, N, K = dims
-        if table.bucket(M, N, K, batch) in taken or 2.0 * M * N * K * batch > 2e11:
+        lay = rng.choice(("nn", "nt", "tn", "tt"))
+        if 2.0 * M * N * K * batch > 2e11:
             continue
-        out.append((M, N, K, rng.choice(("nn", "nt", "tn", "tt")), batch))
+        b = table.bucket(M, N, K, batch)
+        if tuned is None:
+            if b in taken:
+                continue
+        else:
+            aligned = Problem.dense(M, N, K, lay, batch).operands_aligned()
+            if b in suite or tuned.get((b, lay, aligned)) in (None, (M, N, K, batch)):
+                continue
+        out.append((M, N, K, lay, batch))
     return out
 
 

@@ -184,6 +184,31 @@ def test_a_neighbour_across_a_regime_change_is_overruled_by_the_model(tmp_path, 
     assert c.source == "nearest" and c.config == TILE_A
 
 
+def test_a_tuned_entry_off_its_shape_is_checked_against_the_model(tmp_path, monkeypatch):
+    """choice.TUNED_MODEL_SLACK: 256x128 measured at 2048^3 (128 tiles, ~a full wave) is still
+    1792^3's bucket, where it makes 98 tiles (0.74 of a wave): the model puts it ~1.19x further
+    behind its best there than at 2048^3, so with the check on (1.15) the bucket's entry is not
+    taken there; at the measured shape, and with the check off (None), it is."""
+    from gemmlab.heuristics import choice
+
+    monkeypatch.setenv("GEMMLAB_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "t.json"
+    monkeypatch.setenv("GEMMLAB_TUNING_DB", str(path))
+    db.write(path, IDENT, [entry(2048, 2048, 2048, TILE_B)], merge=False)
+    assert table.bucket(1792, 1792, 1792) == table.bucket(2048, 2048, 2048)
+    monkeypatch.setattr(choice, "TUNED_MODEL_SLACK", None)
+    assert choose(1792, 1792, 1792).source == "tuned"
+    monkeypatch.setattr(choice, "TUNED_MODEL_SLACK", 1.15)
+    e = table.lookup(IDENT, 1792, 1792, 1792, 1, "nn", True)
+    p = Problem.dense(1792, 1792, 1792, **ALIGNED)
+    assert 1.15 < choice.off_shape_regret(e, S11, TILE_B, 1, p, GPU, True, False, False) < 1.3
+    c = choose(1792, 1792, 1792)
+    assert c.source != "tuned"
+    c = choose(2048, 2048, 2048)
+    assert c.source == "tuned" and c.config == TILE_B
+    assert choose(1900, 1900, 1900).source == "tuned"  # 1.0: the same waves as at 2048^3
+
+
 def test_small_dimension_tiles_are_ranked_only_there():
     """The tiles fitted for a decode-sized M or N (space: small="m"/"n") are not in the model's
     ranking of a wide problem: 777x555x333 takes a 64-row, 64-column-or-wider tile, not 128x32 x2."""

@@ -89,6 +89,15 @@ NEAREST_MODEL_SLACK = 1.15
 # three whose choice the grid's repacked entries changed, two ran faster (2304x2304x576 tn 0.875 ->
 # 0.907, 2560x2560x640 tt 0.958 -> 0.988) and one slower (1999x333x1501 tt 0.846 -> 0.794).
 NEAREST_ALIGNED_ONLY = True
+# A bucket spans half an octave per dimension, and its entry was measured at one shape in it
+# (1792^3 nt read the tn entry measured at 2048^3: 256x128, 128 tiles there, 0.97 of a wave, but 98
+# tiles, 0.74 of one, at 1792^3; H200 own suite 0.837 of cuBLAS). With this set, an entry measured at
+# another shape is taken only where the waves model, relative to its own best, puts the entry's
+# plan no more than this much further behind here than at the entry's shape (a regime change
+# between the two shapes, as NEAREST_MODEL_SLACK; measured relative to the entry's shape, so the
+# model's bias about the tile cancels); else the nearest neighbours and the heuristic decide.
+# None: off (an experiment: scripts/model_variant_probe.py, variant ``tuned_slack``).
+TUNED_MODEL_SLACK = None
 
 
 def should_repack(p: Problem) -> bool:
@@ -165,6 +174,30 @@ def entry_config(entry: dict, gpu: model.Gpu):
 def _stale(entry: dict, e: Exception) -> None:
     table.warn(f"tuning entry {entry.get('bucket')} {entry.get('layout')} from {entry.get('_source')} "
                f"cannot be used ({e}); using the nearest tuned shapes or the heuristic")
+
+
+def off_shape_regret(entry: dict, spec, cfg: dict, split: int, p: Problem, gpu: model.Gpu, aligned: bool,
+                     repack: bool, a_transpose: bool, allow_workspace: bool = True) -> float:
+    """How much further behind the waves model's best the entry's plan (tile and split) is at
+    ``p`` than at the shape the entry was measured at (both as ratios to the model's best there):
+    1.0 at that shape itself, and where TUNED_MODEL_SLACK is off (nothing is computed then)."""
+    if not TUNED_MODEL_SLACK:
+        return 1.0
+    here = (p.M, p.N, p.K)
+    there = tuple(int(round(x)) for x in table.entry_shape(entry))
+    if there == here:
+        return 1.0
+    cand = space.candidate_for(spec.id, cfg, gpu.cc)
+
+    def regret(M, N, K, prob):
+        seen = stand_in_problem(prob, aligned, repack, a_transpose)
+        mine = model.predict(cand, M, N, K, p.batch, split, gpu, aligned=aligned, problem=seen)
+        best = model.best(M, N, K, p.batch, gpu, allow_split=allow_workspace, aligned=aligned, problem=seen)
+        return mine.seconds / best.seconds
+
+    # the entry was measured on contiguous operands (the tuner's)
+    at = Problem.dense(*there, p.layout, p.batch, a_ptr=0, b_ptr=0, d_ptr=0)
+    return regret(*here, p) / regret(*there, at)
 
 
 def nearest_choice(p: Problem, gpu: model.Gpu, ident: dict, aligned: bool, *, allow_workspace: bool = True,
@@ -249,9 +282,10 @@ def choose(p: Problem, gpu: model.Gpu, ident: dict, *, allow_workspace: bool = T
     if entry is not None:
         try:
             spec, cfg = entry_config(entry, gpu)
-            cfg = with_config(spec, cfg, config)
             split = int(entry.get("split_k", 1)) if allow_workspace else 1
-            return Choice(spec, cfg, split, repack, "tuned", a_t)
+            if off_shape_regret(entry, spec, cfg, split, p, gpu, layout_aligned, repack, a_t,
+                                allow_workspace) <= (TUNED_MODEL_SLACK or float("inf")):
+                return Choice(spec, with_config(spec, cfg, config), split, repack, "tuned", a_t)
         except Exception as e:  # a stale entry: say so once, go on
             _stale(entry, e)
 
