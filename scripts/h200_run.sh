@@ -351,11 +351,15 @@ for what in "$@"; do
       step "s10 with K tiles of 8 (cuBLAS's 4-byte tiles) on the unaligned shapes s10 lost most"
       (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 560 python3 s10_tile_probe.py --small-k 2>&1 | grep -v -i warn | tee "$RES/s10-small-k.txt" | tail -14) ;;
     sweep-heldout)
-      step "sweep: stage=auto on the held-out shapes (in no table), nn and nt, against cuBLAS"
-      for lay in nn nt; do
+      step "sweep: stage=auto on the held-out shapes (in no table), nn, nt and tt, against cuBLAS"
+      for lay in nn nt tt; do
         python3 -m gemmlab sweep --suite heldout --layout $lay --baselines cublas --no-kernel-names \
           --out "$RES/sweep-heldout-$lay" 2>&1 | tee "$RES/sweep-heldout-$lay.txt" | tail -3
       done ;;
+    sweep-own)
+      step "sweep: stage=auto on the own suite (shapes of our own that no table holds) against cuBLAS"
+      python3 -m gemmlab sweep --suite own --baselines cublas --no-kernel-names --out "$RES/sweep-own" 2>&1 \
+        | tee "$RES/sweep-own.txt" | tail -10 ;;
     tune-wide)
       step "tune the issue-16 'wide' suite, each entry in its own layout (ships gemmlab/tune/tables)"
       RES="$RES" bash scripts/tune_wide.sh 2>&1 | tail -20
