@@ -317,15 +317,28 @@ for what in "$@"; do
     carry-h200)
       # the runtime's frag_carry at 64 accumulators (on since the sixteenth session, measured on H100s
       # only) against the stand-in uncarried, and the stand-in at k_unroll 2 at most (an experiment),
-      # on the H200, a seed no probe has used (53)
-      step "the runtime (frag_carry at 64 accumulators) against it off, and the stand-in at k_unroll <= 2, seed 53"
-      random_variants 53 as_is,frag_carry_off,stand_in_ku2 variants-carry-h200-53.txt 560 ;;
+      # on the shapes of fresh seeds whose plan either changes (`model_variant_probe.py --dry`: seed
+      # 53's 12 carried and 2 k_unroll, seeds 59/67/71/73's 13 k_unroll)
+      step "the runtime (frag_carry at 64 accumulators) against it off, and the stand-in at k_unroll <= 2"
+      (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 560 python3 model_variant_probe.py --variants as_is,frag_carry_off,stand_in_ku2 \
+        173 2031 2920 tt 1 128 975 3492 tn 1 333 608 1356 tn 1 195 348 240 tt 32 1001 216 2371 nn 1 156 2312 1095 tt 1 \
+        579 260 348 tn 64 299 3287 2005 tn 1 236 3479 511 nt 1 137 1867 2008 nn 1 491 336 437 tt 32 313 296 136 tt 64 \
+        507 220 175 tt 64 468 2127 1208 nn 1 737 685 128 tt 32 547 760 383 nt 4 244 3217 979 nn 1 852 485 1420 tn 1 \
+        560 705 300 nn 4 401 232 156 tn 64 333 2808 2392 tt 1 200 500 305 tt 32 512 444 539 nn 64 473 699 696 nn 32 \
+        2877 327 1164 tn 1 731 657 120 nn 32 197 1004 3016 tt 1 \
+        2>&1 | grep -v -i warn | tee "$RES/variants-carry-ku2.txt" | tail -8) ;;
     tuned-slack)
       # heuristics/choice.py TUNED_MODEL_SLACK (off): a tuned bucket's entry measured at another shape
-      # checked against the waves model there; random shapes inside tuned buckets (seed 61, no suite's)
-      step "tuned entries off their measured shape: as is, and checked against the model (1.15, 1.3), seed 61 in tuned buckets"
-      (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 560 python3 model_variant_probe.py --random 90 --seed 61 --in-buckets \
-        --variants as_is,tuned_slack,tuned_slack130 2>&1 | grep -v -i warn | tee "$RES/variants-tuned-slack-61.txt" | tail -6) ;;
+      # checked against the waves model there; the 25 of 60 random shapes inside tuned buckets (seed
+      # 61, in no suite; `model_variant_probe.py --dry --random 60 --seed 61 --in-buckets`) it changes
+      step "tuned entries off their measured shape: as is, and checked against the model (1.15, 1.3)"
+      (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 560 python3 model_variant_probe.py --variants as_is,tuned_slack,tuned_slack130 \
+        560 569 3792 nt 1 3620 600 1920 nt 1 1695 492 3560 nn 1 3756 548 2264 tn 1 3452 600 1704 tn 1 2099 556 3636 nt 1 \
+        3821 600 1420 nt 1 1997 524 3856 nn 1 3524 544 491 tn 1 3704 608 1764 nt 1 3868 560 1315 tn 1 1244 528 3876 tn 1 \
+        1968 572 3476 nn 1 3708 560 548 nn 1 608 448 3952 nt 1 4012 2193 476 nt 1 3564 536 544 nn 1 1387 464 3580 nn 1 \
+        3500 604 1528 tn 1 569 572 3668 nn 1 3456 2432 464 nt 1 1332 592 3956 nt 1 2160 597 4060 nt 1 529 1775 3588 nt 1 \
+        464 552 3680 tn 1 1792 1792 1792 nt 1 \
+        2>&1 | grep -v -i warn | tee "$RES/variants-tuned-slack-61.txt" | tail -8) ;;
     frag-carry-chunked)
       # docs/stages/s10-s11.md, "The carried loop in trips of part of a tile": the 128-accumulator
       # stand-ins (w64x64, block_k 32; on the H200 auto takes them for 16 of 300 random unaligned
