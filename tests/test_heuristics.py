@@ -643,9 +643,26 @@ def test_model_variant_probe_dry_run_lists_the_changed_choices(capsys, monkeypat
     assert not mvp.h200_choice(*shapes[0]).repack and mvp.h200_choice(*shapes[1]).repack
     mvp.dry_run(shapes)
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "brule_any: 1 of 2 choices differ from as_is"
+    assert out[0] == "brule_any: 1 of 2 plans differ from as_is (choice or the stand-in that runs)"
     assert out[1].split()[0] == "1641x119x149" and " rp " not in out[1].split("->")[0] and " rp " in out[1].split("->")[1]
+    assert out[-1] == "changed: 1641 119 149 tt 1"  # as the probe's command line takes them
     assert not mvp.h200_choice(*shapes[0]).repack  # the variant's setting undone
+
+
+def test_model_variant_probe_dry_run_counts_a_changed_stand_in(capsys, monkeypatch):
+    """A variant of the stand-in's rules (stand_in_ku2: s10's stand-in at k_unroll 2 at most) keeps
+    the choice and changes what runs: --dry counts it (468x2127x1208 nn, unaligned, whose 128x256
+    stand-in runs k_unroll 4), and not an aligned shape (s11 itself runs)."""
+    mvp = load_script("model_variant_probe")
+    monkeypatch.setattr(mvp, "VARIANTS", {k: mvp.VARIANTS[k] for k in ("as_is", "stand_in_ku2")})
+    shapes = [(468, 2127, 1208, "nn", 1), (512, 2048, 1024, "nn", 1)]
+    base = mvp.runs(mvp.h200_choice(*shapes[0]), *shapes[0])
+    assert dict(base[1])["k_unroll"] == 4 and mvp.runs(mvp.h200_choice(*shapes[1]), *shapes[1]) == ()
+    mvp.dry_run(shapes)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("stand_in_ku2: 1 of 2 plans differ")
+    assert out[1].split()[0] == "468x2127x1208" and out[1].endswith("(another stand-in)")
+    assert out[-1] == "changed: 468 2127 1208 nn 1"
 
 
 def test_a_bucket_tuned_repacked_only_keeps_its_repack():
