@@ -16,6 +16,14 @@ random_variants() {
   (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout "$4" python3 model_variant_probe.py --random 120 --seed "$1" \
     --variants "$2" 2>&1 | grep -v -i warn | tee "$RES/$3" | tail -6)
 }
+# variants against the runtime on the shapes given (groups of M N K layout batch), logged:
+#   fixed_variants VARIANTS LOG TIMEOUT_S TAIL_LINES SHAPE...
+fixed_variants() {
+  local variants=$1 log=$2 limit=$3 lines=$4
+  shift 4
+  (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout "$limit" python3 model_variant_probe.py --variants "$variants" "$@" \
+    2>&1 | grep -v -i warn | tee "$RES/$log" | tail -"$lines")
+}
 for what in "$@"; do
   case "$what" in
     tests|tests-a|tests-b)
@@ -271,11 +279,10 @@ for what in "$@"; do
       fi
       if [ "$what" != serpentine-ladder ]; then
       step "auto with every s10 / s11 FFMA run in serpentine order where it applies, against the runtime"
-      (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 420 python3 model_variant_probe.py --variants as_is,serpentine \
+      fixed_variants as_is,serpentine serpentine-quick.txt 420 22 \
         4096 4096 4096 nn 1 4096 4096 4096 tn 1 4096 4096 4096 tt 1 8192 8192 8192 nn 1 2048 2048 2048 tn 1 \
         333 555 777 tt 8 492 109 137 tn 32 455 97 743 nn 32 173 247 129 tt 4 1660 388 201 nn 1 759 189 317 tn 16 \
-        741 552 125 tt 8 777 555 333 tt 1 601 901 301 nn 1 1001 999 1003 nn 1 513 1025 257 tt 1 1999 333 1501 tt 1 \
-        2>&1 | grep -v -i warn | tee "$RES/serpentine-quick.txt" | tail -22)
+        741 552 125 tt 8 777 555 333 tt 1 601 901 301 nn 1 1001 999 1003 nn 1 513 1025 257 tt 1 1999 333 1501 tt 1
       fi ;;
     serpentine-validate)
       # the quick probe's shapes decide; a seed no probe has used says whether it holds
@@ -298,12 +305,11 @@ for what in "$@"; do
       # frag_carry_late) against the runtime on the s10 shapes of copy-parts-quick (the 5 nt among
       # them do not change: a control) and more nn / tn / tt shapes on 4-byte copies.
       step "the stand-in with the tile's last k carried over the barrier (frag_carry) against the runtime"
-      (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 480 python3 model_variant_probe.py --variants as_is,frag_carry,frag_carry_late \
+      fixed_variants as_is,frag_carry,frag_carry_late frag-carry-quick.txt 480 24 \
         333 555 777 tt 8 492 109 137 tn 32 455 97 743 nn 32 152 405 199 nt 1 99 296 337 nt 1 173 247 129 tt 4 \
         1660 388 201 nn 1 759 189 317 tn 16 255 255 255 nt 32 741 552 125 tt 8 560 368 2097 nt 1 340 1145 2831 nt 1 \
         777 555 333 tt 1 601 901 301 nn 1 1001 999 1003 nn 1 513 1025 257 tt 1 1999 333 1501 tt 1 601 1203 4099 nn 1 \
-        4095 1023 2049 tn 1 3333 1111 2222 tt 1 \
-        2>&1 | grep -v -i warn | tee "$RES/frag-carry-quick.txt" | tail -24) ;;
+        4095 1023 2049 tn 1 3333 1111 2222 tt 1 ;;
     frag-carry-validate)
       # the quick probe's shapes decided it; a seed no probe has used says whether it holds
       step "frag_carry against the runtime on random shapes of a fresh seed (23)"
@@ -320,35 +326,32 @@ for what in "$@"; do
       # on the shapes of fresh seeds whose plan either changes (`model_variant_probe.py --dry`: seed
       # 53's 12 carried and 2 k_unroll, seeds 59/67/71/73's 13 k_unroll)
       step "the runtime (frag_carry at 64 accumulators) against it off, and the stand-in at k_unroll <= 2"
-      (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 560 python3 model_variant_probe.py --variants as_is,frag_carry_off,stand_in_ku2 \
+      fixed_variants as_is,frag_carry_off,stand_in_ku2 variants-carry-ku2.txt 560 8 \
         173 2031 2920 tt 1 128 975 3492 tn 1 333 608 1356 tn 1 195 348 240 tt 32 1001 216 2371 nn 1 156 2312 1095 tt 1 \
         579 260 348 tn 64 299 3287 2005 tn 1 236 3479 511 nt 1 137 1867 2008 nn 1 491 336 437 tt 32 313 296 136 tt 64 \
         507 220 175 tt 64 468 2127 1208 nn 1 737 685 128 tt 32 547 760 383 nt 4 244 3217 979 nn 1 852 485 1420 tn 1 \
         560 705 300 nn 4 401 232 156 tn 64 333 2808 2392 tt 1 200 500 305 tt 32 512 444 539 nn 64 473 699 696 nn 32 \
-        2877 327 1164 tn 1 731 657 120 nn 32 197 1004 3016 tt 1 \
-        2>&1 | grep -v -i warn | tee "$RES/variants-carry-ku2.txt" | tail -8) ;;
+        2877 327 1164 tn 1 731 657 120 nn 32 197 1004 3016 tt 1 ;;
     tuned-slack)
       # heuristics/choice.py TUNED_MODEL_SLACK (off): a tuned bucket's entry measured at another shape
       # checked against the waves model there; the 25 of 60 random shapes inside tuned buckets (seed
       # 61, in no suite; `model_variant_probe.py --dry --random 60 --seed 61 --in-buckets`) it changes
       step "tuned entries off their measured shape: as is, and checked against the model (1.15, 1.3)"
-      (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 560 python3 model_variant_probe.py --variants as_is,tuned_slack,tuned_slack130 \
+      fixed_variants as_is,tuned_slack,tuned_slack130 variants-tuned-slack-61.txt 560 8 \
         560 569 3792 nt 1 3620 600 1920 nt 1 1695 492 3560 nn 1 3756 548 2264 tn 1 3452 600 1704 tn 1 2099 556 3636 nt 1 \
         3821 600 1420 nt 1 1997 524 3856 nn 1 3524 544 491 tn 1 3704 608 1764 nt 1 3868 560 1315 tn 1 1244 528 3876 tn 1 \
         1968 572 3476 nn 1 3708 560 548 nn 1 608 448 3952 nt 1 4012 2193 476 nt 1 3564 536 544 nn 1 1387 464 3580 nn 1 \
         3500 604 1528 tn 1 569 572 3668 nn 1 3456 2432 464 nt 1 1332 592 3956 nt 1 2160 597 4060 nt 1 529 1775 3588 nt 1 \
-        464 552 3680 tn 1 1792 1792 1792 nt 1 \
-        2>&1 | grep -v -i warn | tee "$RES/variants-tuned-slack-61.txt" | tail -8) ;;
+        464 552 3680 tn 1 1792 1792 1792 nt 1 ;;
     frag-carry-chunked)
       # docs/stages/s10-s11.md, "The carried loop in trips of part of a tile": the 128-accumulator
       # stand-ins (w64x64, block_k 32; on the H200 auto takes them for 16 of 300 random unaligned
       # shapes, these 7) carried a whole tile a trip and in trips of the uncarried kernel's k's; two
       # controls the chunks do not change (64 and 32 accumulators)
       step "frag_carry a whole tile a trip against trips of part of one (carry_chunk), 128 accumulators a thread"
-      (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 300 python3 model_variant_probe.py --variants as_is,frag_carry,frag_carry_chunked \
+      fixed_variants as_is,frag_carry,frag_carry_chunked frag-carry-chunked.txt 300 14 \
         741 552 125 tt 8 313 2741 1453 nn 2 491 1041 1341 nn 1 498 631 1295 tn 8 2706 440 1619 tn 2 484 436 1187 tt 8 \
-        1318 496 1505 tn 1 333 555 777 tt 8 777 555 333 tt 1 \
-        2>&1 | grep -v -i warn | tee "$RES/frag-carry-chunked.txt" | tail -14) ;;
+        1318 496 1505 tn 1 333 555 777 tt 8 777 555 333 tt 1 ;;
     s10-knobs)
       step "auto's s10 config on the unaligned shapes s10 lost most, one knob changed at a time"
       (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout 220 python3 s10_tile_probe.py --knobs 2>&1 | grep -v -i warn \
