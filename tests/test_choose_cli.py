@@ -95,6 +95,23 @@ def test_the_heuristics_reason_follows_the_rules(monkeypatch):
     assert "more than 0x the model's best" in rep["why"]["detail"]
 
 
+def test_an_entry_used_off_its_shape_shows_the_models_regret(monkeypatch):
+    """1792^3 nt reads the tn entry measured at 2048^3 (256x128: 0.97 of a wave there, 0.74 here):
+    the report gives choice.off_shape_regret for it; with TUNED_MODEL_SLACK on (1.15) the entry is
+    passed over, and the report says so with the entry; at the entry's own shape, no such line."""
+    monkeypatch.setattr(choice, "TUNED_MODEL_SLACK", None)
+    rep = choose.report(1792, 1792, 1792, 1, "nt")
+    assert rep["why"]["step"] == "tuned" and rep["why"]["entry"]["shape"][:3] == [2048, 2048, 2048]
+    assert 1.15 < rep["why"]["off_shape_regret"] < 1.3
+    assert f"{rep['why']['off_shape_regret']}x further behind" in choose.format_text(rep)
+    assert choose.report(2048, 2048, 2048, 1, "tn")["why"]["off_shape_regret"] is None
+    monkeypatch.setattr(choice, "TUNED_MODEL_SLACK", 1.15)
+    rep = choose.report(1792, 1792, 1792, 1, "nt")
+    assert rep["why"]["step"] != "tuned" and rep["why"]["passed_over"]["shape"][:3] == [2048, 2048, 2048]
+    text = choose.format_text(rep)
+    assert "no tuned bucket" not in text and "passed over" in text
+
+
 def test_the_stand_in_line_names_the_moved_edges(capsys, monkeypatch):
     """With s11's stand-in moving its edge blocks inside (STAND_IN_EDGE_SHIFT), the runs line says
     so, and the json's config carries it; on (the runtime since 2026-12-05) it does, off neither does."""

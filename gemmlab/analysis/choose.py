@@ -33,6 +33,17 @@ def _label(stage: str, config: dict, cc: int) -> str:
     return " ".join(f"{k}={v}" for k, v in sorted(config.items()))
 
 
+def _off_shape(entry: dict, c, p: Problem, gpu, aligned: bool) -> float | None:
+    """choice.off_shape_regret for an entry used at a shape it was not measured at, else None."""
+    if tuple(int(round(x)) for x in table.entry_shape(entry)) == (p.M, p.N, p.K):
+        return None
+    try:
+        return round(choice_mod.off_shape_regret(entry, c.spec, c.config, c.split_k, p, gpu, aligned, c.repack,
+                                                 c.a_transpose), 3)
+    except Exception:  # a config the model cannot rank (not in its space): nothing to show
+        return None
+
+
 def _entry_summary(e: dict) -> dict:
     return {"shape": list(e.get("shape") or [])[:4], "layout": e.get("layout"), "stage": e.get("stage"),
             "config": e.get("config") or {}, "split_k": int(e.get("split_k", 1)),
@@ -67,7 +78,8 @@ def report(M: int, N: int, K: int, batch: int = 1, layout: str = "nn", *, gpu_na
         for lay, al in ((seen.layout, aligned or c.repack), (p.layout, p.operands_aligned() or c.repack)):
             e = table.lookup(ident, M, N, K, batch, lay, al)
             if e is not None:
-                out["why"] = {"step": "tuned", "bucket": list(table.bucket(M, N, K, batch)), "entry": _entry_summary(e)}
+                out["why"] = {"step": "tuned", "bucket": list(table.bucket(M, N, K, batch)), "entry": _entry_summary(e),
+                              "off_shape_regret": _off_shape(e, c, p, gpu, al)}
                 break
     elif c.source == "nearest":
         lay = seen.layout if c.a_transpose else p.layout
@@ -89,6 +101,13 @@ def report(M: int, N: int, K: int, batch: int = 1, layout: str = "nn", *, gpu_na
             detail = (f"no tuned bucket; the neighbours' tile is more than {choice_mod.NEAREST_MODEL_SLACK:g}x the "
                       "model's best here")
         out["why"] = {"step": "heuristic", "detail": detail}
+    if c.source in ("nearest", "heuristic") and choice_mod.TUNED_MODEL_SLACK:
+        # the bucket's entry may have been passed over off its shape (choice.TUNED_MODEL_SLACK)
+        e = table.lookup(ident, M, N, K, batch, seen.layout if c.a_transpose else p.layout, aligned or c.repack)
+        if e is not None:
+            out["why"]["passed_over"] = dict(_entry_summary(e), slack=choice_mod.TUNED_MODEL_SLACK)
+            if "detail" in out["why"]:
+                out["why"]["detail"] = out["why"]["detail"].replace("no tuned bucket", "the bucket's entry passed over")
     if c.spec.aligned_path and not aligned:
         run = c.spec.fallback(c.config, seen)
         if run is not None:
@@ -129,11 +148,17 @@ def format_text(rep: dict) -> str:
         cublas = f", cuBLAS {e['cublas_us']} us" if e["cublas_us"] else ""
         lines.append(f"  why: tuned; bucket {tuple(why['bucket'])} in {e['layout']}, measured {e['time_us']} us at "
                      f"{'x'.join(map(str, e['shape']))}{cublas} ({e['tuned']}, {e['source']})")
+        if why.get("off_shape_regret") is not None:
+            on = choice_mod.TUNED_MODEL_SLACK
+            lines.append(f"  measured at another shape of the bucket: the waves model puts that plan "
+                         f"{why['off_shape_regret']}x further behind its best here than there"
+                         + (f" (taken: within {on:g}x)" if on else " (TUNED_MODEL_SLACK is off: not checked)"))
         if len(e["measured"]) > 1:
             lines.append("  the tuner's shortlist, fastest first (us): " +
                          " | ".join(f"{_SPLIT_NOTE.sub('', lab)} split {k} {us}" for lab, k, us in e["measured"][:4]))
     elif why.get("step") == "nearest":
-        lines.append(f"  why: nearest; no tuned bucket, {len(why['neighbours'])} tuned neighbour(s) within "
+        bucket = "the bucket's entry passed over (below)" if why.get("passed_over") else "no tuned bucket"
+        lines.append(f"  why: nearest; {bucket}, {len(why['neighbours'])} tuned neighbour(s) within "
                      f"{table.NEAREST_RADIUS:g} octave(s) voted:")
         for e in why["neighbours"]:
             lines.append(f"    {'x'.join(map(str, e['shape']))} {e['layout']} at {e['distance']} octaves: {e['stage']} "
@@ -142,6 +167,11 @@ def format_text(rep: dict) -> str:
         lines.append(f"  why: heuristic; {why['detail']}: the waves model's best")
     else:
         lines.append(f"  why: {why['step']}; {why['detail']}")
+    if why.get("passed_over"):
+        e = why["passed_over"]
+        lines.append(f"  the bucket's entry, measured at {'x'.join(map(str, e['shape']))} ({e['stage']} "
+                     f"{_label(e['stage'], e['config'], 90)} split {e['split_k']}), is more than {e['slack']:g}x further "
+                     "behind the waves model's best here than there (TUNED_MODEL_SLACK): passed over")
     if rep["runs"]:
         r = rep["runs"]
         lines.append(f"  runs: {r['stage']} {r['config']['block_m']}x{r['config']['block_n']} "

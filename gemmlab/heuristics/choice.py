@@ -180,9 +180,8 @@ def off_shape_regret(entry: dict, spec, cfg: dict, split: int, p: Problem, gpu: 
                      repack: bool, a_transpose: bool, allow_workspace: bool = True) -> float:
     """How much further behind the waves model's best the entry's plan (tile and split) is at
     ``p`` than at the shape the entry was measured at (both as ratios to the model's best there):
-    1.0 at that shape itself, and where TUNED_MODEL_SLACK is off (nothing is computed then)."""
-    if not TUNED_MODEL_SLACK:
-        return 1.0
+    1.0 at that shape itself. ``choose`` asks only where TUNED_MODEL_SLACK is set; `gemmlab choose`
+    shows it for every entry used off its shape."""
     here = (p.M, p.N, p.K)
     there = tuple(int(round(x)) for x in table.entry_shape(entry))
     if there == here:
@@ -283,8 +282,8 @@ def choose(p: Problem, gpu: model.Gpu, ident: dict, *, allow_workspace: bool = T
         try:
             spec, cfg = entry_config(entry, gpu)
             split = int(entry.get("split_k", 1)) if allow_workspace else 1
-            if off_shape_regret(entry, spec, cfg, split, p, gpu, layout_aligned, repack, a_t,
-                                allow_workspace) <= (TUNED_MODEL_SLACK or float("inf")):
+            if not TUNED_MODEL_SLACK or off_shape_regret(entry, spec, cfg, split, p, gpu, layout_aligned, repack,
+                                                         a_t, allow_workspace) <= TUNED_MODEL_SLACK:
                 return Choice(spec, with_config(spec, cfg, config), split, repack, "tuned", a_t)
         except Exception as e:  # a stale entry: say so once, go on
             _stale(entry, e)
