@@ -96,6 +96,12 @@ def smem_row(s: int, box_rows: int, G: int) -> int:
     return (s % per) * G + s // per
 
 
+def smem_slot(row: int, box_rows: int, G: int) -> int:
+    """The inverse of ``smem_row``: where tile row ``row`` lands (for rows that are k, the row the
+    FFMA loop reads for its k: a compile-time constant in an unrolled loop)."""
+    return (row % G) * (box_rows // G) + row // G
+
+
 def load_tile(flat: np.ndarray, v: RowGroups, ld: int, rows: int, inner: int, r0: int, c0: int,
               box_rows: int, box_inner: int, *, mask: bool = True, tail: bool = True) -> np.ndarray:
     """The shared-memory tile (rows in smem order) of rows [r0, r0 + box_rows) and columns
@@ -122,7 +128,7 @@ def tail_rows(smem, flat, v: RowGroups, ld, rows, inner, r0, c0, box_rows, box_i
     """The rows after the last whole group, loaded one float at a time into their smem rows."""
     first = v.dim1 * v.G
     for r in range(max(first, r0), min(rows, r0 + box_rows)):
-        s = next(s for s in range(box_rows) if r0 + smem_row(s, box_rows, v.G) == r)
+        s = smem_slot(r - r0, box_rows, v.G)
         for i in range(box_inner):
             c = c0 + i
             smem[s, i] = flat[r * ld + c] if c < inner else 0

@@ -78,3 +78,4 @@ def test_smem_rows_are_a_permutation_of_the_tile():
             rows = [rg.smem_row(s, box_rows, G) for s in range(box_rows)]
             assert sorted(rows) == list(range(box_rows))
             assert rows[1] - rows[0] == G or G == 1
+            assert all(rg.smem_slot(rows[s], box_rows, G) == s for s in range(box_rows))
