@@ -10,13 +10,8 @@ OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 summary=()
 step() { echo "=== $* ($(date +%T))"; }
-# variants against the runtime on 120 random shapes of one seed (model_variant_probe.py), logged:
-#   random_variants SEED VARIANTS LOG TIMEOUT_S
-random_variants() {
-  (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout "$4" python3 model_variant_probe.py --random 120 --seed "$1" \
-    --variants "$2" 2>&1 | grep -v -i warn | tee "$RES/$3" | tail -6)
-}
-# variants against the runtime on the shapes given (groups of M N K layout batch), logged:
+# variants against the runtime on the shapes given (groups of M N K layout batch, or --random N
+# --seed S), logged:
 #   fixed_variants VARIANTS LOG TIMEOUT_S TAIL_LINES SHAPE...
 fixed_variants() {
   local variants=$1 log=$2 limit=$3 lines=$4
@@ -24,6 +19,9 @@ fixed_variants() {
   (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout "$limit" python3 model_variant_probe.py --variants "$variants" "$@" \
     2>&1 | grep -v -i warn | tee "$RES/$log" | tail -"$lines")
 }
+# variants against the runtime on 120 random shapes of one seed (model_variant_probe.py), logged:
+#   random_variants SEED VARIANTS LOG TIMEOUT_S
+random_variants() { fixed_variants "$2" "$3" "$4" 6 --random 120 --seed "$1"; }
 for what in "$@"; do
   case "$what" in
     tests|tests-a|tests-b)

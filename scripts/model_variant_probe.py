@@ -111,13 +111,9 @@ def arg(flag, default):
     return int(sys.argv[sys.argv.index(flag) + 1]) if flag in sys.argv else default
 
 
-def taken_buckets():
-    out = {table.bucket(*s[:4]) for name in ("HELDOUT", "OWN", "WIDE", "GRID", "ISSUE9") for s in getattr(suites, name)}
-    import json
-
-    path = table.TABLES / "nvidia-h200-sm_90-nvrtc-13.0.json"
-    out |= {table.bucket(*e["shape"]) for e in json.loads(path.read_text())["entries"]}
-    return out
+def suite_buckets():
+    """The buckets of every suite's shapes (none of them is drawn: they are measured elsewhere)."""
+    return {table.bucket(*s[:4]) for name in ("HELDOUT", "OWN", "WIDE", "GRID", "ISSUE9") for s in getattr(suites, name)}
 
 
 def tuned_buckets():
@@ -129,6 +125,11 @@ def tuned_buckets():
             for e in json.loads(path.read_text())["entries"]}
 
 
+def taken_buckets():
+    """The buckets a random shape must avoid: the suites' and the table's (whatever the layout)."""
+    return suite_buckets() | {key[0] for key in tuned_buckets()}
+
+
 def random_shapes(n, seed):
     """``n`` random shapes in no table's bucket and no suite's; ``--in-buckets``: instead shapes in a
     tuned bucket of their layout and alignment class, other than the shape it was measured at (what
@@ -137,7 +138,7 @@ def random_shapes(n, seed):
 
     rng, taken, out = random.Random(seed), taken_buckets(), []
     tuned = tuned_buckets() if "--in-buckets" in sys.argv else None
-    suite = {table.bucket(*s[:4]) for name in ("HELDOUT", "OWN", "WIDE", "GRID", "ISSUE9") for s in getattr(suites, name)}
+    suite = suite_buckets()
     while len(out) < n:
         batch = rng.choice((4, 8, 16, 32, 64)) if rng.random() < 0.25 else 1
         hi = 4096 if batch == 1 else 768

@@ -35,13 +35,10 @@ def _label(stage: str, config: dict, cc: int) -> str:
 
 def _off_shape(entry: dict, c, p: Problem, gpu, aligned: bool) -> float | None:
     """choice.off_shape_regret for an entry used at a shape it was not measured at, else None."""
-    if tuple(int(round(x)) for x in table.entry_shape(entry)) == (p.M, p.N, p.K):
+    if choice_mod.measured_at(entry, p):
         return None
-    try:
-        return round(choice_mod.off_shape_regret(entry, c.spec, c.config, c.split_k, p, gpu, aligned, c.repack,
-                                                 c.a_transpose), 3)
-    except Exception:  # a config the model cannot rank (not in its space): nothing to show
-        return None
+    return round(choice_mod.off_shape_regret(entry, c.spec, c.config, c.split_k, p, gpu, aligned, c.repack,
+                                             c.a_transpose), 3)
 
 
 def _entry_summary(e: dict) -> dict:

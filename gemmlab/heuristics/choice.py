@@ -176,16 +176,20 @@ def _stale(entry: dict, e: Exception) -> None:
                f"cannot be used ({e}); using the nearest tuned shapes or the heuristic")
 
 
+def measured_at(entry: dict, p: Problem) -> bool:
+    """Whether the entry was measured at ``p``'s (M, N, K)."""
+    return tuple(int(round(x)) for x in table.entry_shape(entry)) == (p.M, p.N, p.K)
+
+
 def off_shape_regret(entry: dict, spec, cfg: dict, split: int, p: Problem, gpu: model.Gpu, aligned: bool,
                      repack: bool, a_transpose: bool, allow_workspace: bool = True) -> float:
     """How much further behind the waves model's best the entry's plan (tile and split) is at
     ``p`` than at the shape the entry was measured at (both as ratios to the model's best there):
     1.0 at that shape itself. ``choose`` asks only where TUNED_MODEL_SLACK is set; `gemmlab choose`
     shows it for every entry used off its shape."""
-    here = (p.M, p.N, p.K)
-    there = tuple(int(round(x)) for x in table.entry_shape(entry))
-    if there == here:
+    if measured_at(entry, p):
         return 1.0
+    here, there = (p.M, p.N, p.K), tuple(int(round(x)) for x in table.entry_shape(entry))
     cand = space.candidate_for(spec.id, cfg, gpu.cc)
 
     def regret(M, N, K, prob):
