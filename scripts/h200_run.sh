@@ -13,8 +13,10 @@ step() { echo "=== $* ($(date +%T))"; }
 # variants against the runtime on the shapes given (groups of M N K layout batch, or --random N
 # --seed S), logged:
 #   fixed_variants VARIANTS LOG TIMEOUT_S TAIL_LINES SHAPE...
+# (VARIANT_LIMIT=S in the environment caps each at S seconds, to fit several in one call; the lines
+# printed so far are kept)
 fixed_variants() {
-  local variants=$1 log=$2 limit=$3 lines=$4
+  local variants=$1 log=$2 limit=${VARIANT_LIMIT:-$3} lines=$4
   shift 4
   (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout "$limit" python3 model_variant_probe.py --variants "$variants" "$@" \
     2>&1 | grep -v -i warn | tee "$RES/$log" | tail -"$lines")
