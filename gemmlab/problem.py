@@ -21,6 +21,7 @@ copy is worth making. Nothing here imports anything of gemmlab but the split-K r
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 VEC = 4  # floats in one 16-byte vector (float4 loads, cp.async.cg, TMA strides)
@@ -210,6 +211,24 @@ class Operand:
         return (self.x_stride == 1 and self.ptr % 16 == 0 and (self.k == 1 or (self.k_stride > 0
                 and self.k_stride % VEC == 0)) and not (self.batch > 1 and self.bs % VEC))
 
+    @property
+    def row_group(self) -> int:
+        """How TMA can read the operand as [k][x] rows (unit stride along x: A column-major, B
+        row-major): 1 as they are (:attr:`x_rows_ready`); G = 4 / gcd(k-row stride, 4) (2 or 4) as
+        a tensor of row groups where the k-row stride is not a multiple of 16 bytes (G rows then
+        span a multiple of it: kernels/copy/row_groups.cuh, scripts/row_group_model.py), which
+        needs a 16-byte aligned base and batch stride, a positive stride and at least one whole
+        group (K >= G); 0 where neither works."""
+        if self.x_rows_ready:
+            return 1
+        stride = self.k_stride
+        if self.x <= 1 or self.x_stride != 1 or stride <= 1 or self.ptr % 16:
+            return 0
+        if self.batch > 1 and self.bs % VEC:
+            return 0
+        g = VEC // math.gcd(stride, VEC)
+        return g if self.k >= g else 0
+
     # -- repacking ----------------------------------------------------------------------------------
     def needs_repack(self, for_alignment: bool) -> bool:
         """An operand with no unit stride always needs a copy before a float4/TMA stage; with
@@ -365,6 +384,17 @@ class Problem:
         """Both operands can be read with 16-byte vectors / described by TMA as they are (D is not
         needed: the kernels check it themselves)."""
         return self.operand("a").vec_aligned and self.operand("b").vec_aligned
+
+    def operands_tma_ready(self, row_groups: bool) -> bool:
+        """TMA (s11) can read both operands as they are: :meth:`operands_aligned`, or with
+        ``row_groups`` (s11_tma.ROW_GROUPS) also where an unaligned operand's rows are k
+        ([k][x]: A column-major, B row-major) and :attr:`Operand.row_group` > 1."""
+        if self.operands_aligned():
+            return True
+        if not row_groups:
+            return False
+        return all(op.vec_aligned or (not op.k_major and op.row_group > 1)
+                   for op in (self.operand("a"), self.operand("b")))
 
     def aligned(self, floats: int = 4) -> bool:
         """The strict rule of the s07-s09 float4 paths: every A, B and D row start is aligned to

@@ -79,3 +79,310 @@ def test_smem_rows_are_a_permutation_of_the_tile():
             assert sorted(rows) == list(range(box_rows))
             assert rows[1] - rows[0] == G or G == 1
             assert all(rg.smem_slot(rows[s], box_rows, G) == s for s in range(box_rows))
+
+
+# ---- s11's row groups (s11_tma.ROW_GROUPS): the host's maps and the kernel's index maths -----------
+from gemmlab import heuristics  # noqa: E402
+from gemmlab.problem import Problem  # noqa: E402
+from gemmlab.stages import get as get_stage  # noqa: E402
+from gemmlab.stages import s11_tma  # noqa: E402
+
+S11 = get_stage("s11")
+BASE = 1 << 40  # a fake 16-byte aligned device address
+
+
+@pytest.fixture
+def row_groups_on(monkeypatch):
+    monkeypatch.setattr(s11_tma, "ROW_GROUPS", True)
+    monkeypatch.setattr(s11_tma.tensor_map, "available", lambda: True)
+
+
+def strided(M, N, K, layout, lda_pad=0, ldb_pad=0, batch=1, a_bs=None, b_bs=None, a_off=0):
+    """A problem whose operands have leading dimensions padded by ``lda_pad`` / ``ldb_pad`` floats
+    (A: M x K, 'n' row-major, 't' column-major; B likewise)."""
+    if layout[0] == "n":
+        lda = K + lda_pad
+        a_rs, a_cs = lda, 1
+        a_extent = M * lda
+    else:
+        lda = M + lda_pad
+        a_rs, a_cs = 1, lda
+        a_extent = K * lda
+    if layout[1] == "n":
+        ldb = N + ldb_pad
+        b_rs, b_cs = ldb, 1
+        b_extent = K * ldb
+    else:
+        ldb = K + ldb_pad
+        b_rs, b_cs = 1, ldb
+        b_extent = N * ldb
+    return Problem(M, N, K, a_rs, a_cs, b_rs, b_cs, -(-N // 4) * 4, batch=batch,
+                   a_bs=(a_extent if a_bs is None else a_bs) if batch > 1 else 0,
+                   b_bs=(b_extent if b_bs is None else b_bs) if batch > 1 else 0,
+                   d_bs=M * -(-N // 4) * 4 if batch > 1 else 0,
+                   a_ptr=BASE + 4 * a_off, b_ptr=2 * BASE, d_ptr=3 * BASE)
+
+
+@pytest.mark.parametrize("layout,lda_pad,ldb_pad,want", [
+    ("nn", 0, 1, (0, 4)),    # B row-major, ld N+1 = 38: G 2 (ld = 2 mod 4)
+    ("nn", 0, 0, (0, 4)),    # ld 37: G 4
+    ("tn", 1, 2, (2, 4)),    # A column-major ld 30 (G 2), B ld 39 (G 4)
+    ("tt", 3, 0, (4, 0)),    # A ld 32: aligned (1); B K-major: no view
+    ("nt", 0, 0, (0, 0)),    # K-major operands: row groups are for rows of k only
+])
+def test_operand_row_group(layout, lda_pad, ldb_pad, want):
+    p = strided(29, 37, 51, layout, lda_pad, ldb_pad)
+    a, b = p.operand("a"), p.operand("b")
+    got = tuple(op.row_group if not op.k_major else 0 for op in (a, b))
+    lds = (a.k_stride, b.k_stride)
+    exp = tuple(0 if w == 0 else (1 if ld % 4 == 0 else 4 // np.gcd(ld, 4)) for w, ld in zip(want, lds))
+    assert got == exp, (lds, got)
+
+
+def test_row_group_needs_an_aligned_base_a_whole_group_and_batch_stride():
+    assert strided(29, 37, 51, "tn", 1).operand("a").row_group == 2
+    assert strided(29, 37, 51, "tn", 1, a_off=1).operand("a").row_group == 0   # base 4 bytes off
+    assert strided(29, 37, 3, "nn").operand("b").row_group == 0                 # K 3 < G 4
+    assert strided(29, 37, 3, "nn", ldb_pad=1).operand("b").row_group == 2      # K 3 >= G 2
+    assert strided(29, 37, 51, "nn", batch=2, b_bs=51 * 37 + 2).operand("b").row_group == 0
+    assert strided(29, 37, 51, "nn", batch=2, b_bs=51 * 40).operand("b").row_group == 4
+
+
+def test_tma_ready_counts_row_groups_only_when_on(monkeypatch):
+    p = strided(300, 37, 64, "nn")  # A aligned, B ld 37
+    assert not p.operands_aligned() and not heuristics.tma_ready(p)
+    assert s11_tma.row_groups(p) == (1, 1)
+    monkeypatch.setattr(s11_tma, "ROW_GROUPS", True)
+    assert heuristics.tma_ready(p) and s11_tma.row_groups(p) == (1, 4)
+    assert not heuristics.tma_ready(strided(300, 37, 63, "nn"))           # A rows of 63: K-major, unaligned
+    assert not heuristics.tma_ready(strided(300, 37, 64, "nt", ldb_pad=1))  # B K-major ld 65
+
+
+def test_row_grouped_problems_are_not_repacked_for_alignment(monkeypatch):
+    p = strided(2000, 1001, 2048, "nn")  # large against its bytes: repacked today
+    assert heuristics.should_repack(p)
+    monkeypatch.setattr(s11_tma, "ROW_GROUPS", True)
+    assert not heuristics.should_repack(p)
+
+
+@pytest.mark.parametrize("layout,lda_pad,ldb_pad", [("nn", 1, 1), ("nn", 1, 0), ("tn", 1, 2), ("tn", 2, 0),
+                                                     ("tt", 1, 1)])
+def test_row_groups_keep_s11_on_tma(row_groups_on, layout, lda_pad, ldb_pad):
+    cfg = S11.default_config
+    p = strided(129, 37, 51, layout, lda_pad, ldb_pad)
+    assert S11.fallback(cfg, p) is None
+    v = S11.variant(cfg, p)
+    ga, gb = s11_tma.row_groups(p)
+    assert v.get("a_row_group", 1) == ga and v.get("b_row_group", 1) == gb and (ga, gb) != (1, 1)
+    assert f"{ga}, {gb}>" in S11.template(cfg, v)
+    assert S11.stream_k_blocks(cfg, p, 132) == 0  # stream-K segments do not take row groups
+
+
+def _kernel_tile(flat, shape, strides, box, ld, g, x0, k0, K, x_len, bk):
+    """Stage tile of a row-grouped operand as the kernel builds it: G boxes (copy/row_groups.cuh
+    RowGroups::load, through scripts/row_group_model.py's model of a TMA box), then fill_tail in the
+    problem's last K tile; rows in shared-memory order."""
+    _, dim1, dim0 = shape
+    stride1 = strides[1]
+    per = box[1]
+    assert per == bk // g
+    tile = np.concatenate([rg.tma_box(flat, dim0, dim1, stride1, j * ld + x0, k0 // g, box[2], per) for j in range(g)])
+    tail = K % g
+    if k0 <= K - 1 < k0 + bk and tail:
+        for k in range(K - tail - k0, K - k0):
+            row = (k % g) * (bk // g) + k // g  # RowGroups::fill_tail
+            for x in range(box[2]):
+                tile[row, x] = flat[(k0 + k) * ld + x0 + x] if x < x_len else 0.0
+    return tile
+
+
+@pytest.mark.parametrize("layout,which,M,N,K,lda_pad,ldb_pad,bk", [
+    ("nn", "b", 64, 37, 51, 1, 0, 16),   # G 4, K tail 3 (A's rows of 51 k padded to 52)
+    ("nn", "b", 64, 37, 50, 2, 1, 32),   # G 2 (ld 38), no tail
+    ("tn", "a", 45, 64, 33, 2, 0, 8),    # A ld 47: G 4, tail 1
+    ("tn", "b", 64, 45, 34, 0, 1, 16),   # B ld 46: G 2, no tail; ld 45 x 34 rows
+    ("tt", "a", 30, 64, 35, 0, 1, 32),   # A ld 30: G 2, tail 1 (B's columns of 35 k padded to 36)
+])
+def test_row_group_tiles_read_through_k_slot_are_the_operands_own(row_groups_on, layout, which, M, N, K, lda_pad,
+                                                                 ldb_pad, bk):
+    """The host's map (operand_maps) and the kernel's box coordinates, tail fill and k_slot
+    (mma/warp_tile.cuh) together give every stage tile of the operand: its floats at k < K and
+    x < the operand's x, zeros at k >= K; the padding between rows is NaN and Inf, and the model
+    raises on any read past the operand's last element."""
+    cfg = S11.config({"block_m": 32, "block_n": 32, "warp_m": 16, "warp_n": 32, "block_k": bk, "k_unroll": 1})
+    p = strided(M, N, K, layout, lda_pad, ldb_pad)
+    op = p.operand(which)
+    g = op.row_group
+    assert g > 1
+    maps = s11_tma.operand_maps(cfg, p)
+    ptr, shape, strides, box, swizzle = maps[which]
+    assert swizzle == 0 and not s11_tma.tma_problems(cfg, p)
+    ld, x = op.k_stride, op.x
+    flat = rg.operand(K, x, ld, np.random.default_rng(K * ld))  # rows of k, x floats each, poisoned padding
+    bx = cfg["block_m"] if which == "a" else cfg["block_n"]
+    for x0 in range(0, x, bx):
+        for k0 in range(0, K, bk):
+            tile = _kernel_tile(flat, shape, strides, box, ld, g, x0, k0, K, x - x0, bk)
+            for k in range(bk):
+                row = tile[(k % g) * (bk // g) + k // g]  # WarpTileCore::k_slot<G>(k)
+                for c in range(bx):
+                    if k0 + k >= K:
+                        assert row[c] == 0, (x0, k0, k, c)
+                    elif x0 + c < x:
+                        assert row[c] == flat[(k0 + k) * ld + x0 + c], (x0, k0, k, c)
+
+
+def test_without_the_tail_fill_the_last_rows_are_zeros(row_groups_on):
+    """The problem's last K % G rows lie in no whole group: the boxes bring zeros there, and only
+    the fill gives the operand's floats (the tile emulated as if K were a multiple of G beyond)."""
+    cfg = S11.config({"block_m": 32, "block_n": 32, "warp_m": 16, "warp_n": 32, "block_k": 16, "k_unroll": 1})
+    M, N, K = 64, 37, 51
+    _, shape, strides, box, _ = s11_tma.operand_maps(cfg, strided(M, N, K, "nn", 1))["b"]
+    flat = rg.operand(K, N, N, np.random.default_rng(1))
+    with_fill = _kernel_tile(flat, shape, strides, box, N, 4, 0, 48, K, N, 16)
+    without = _kernel_tile(flat, shape, strides, box, N, 4, 0, 48, 52, N, 16)  # no tail: no fill
+    rows = [(k % 4) * 4 + k // 4 for k in range(3)]  # k 48..50 of the tile at k0 = 48
+    assert not without[rows].any()
+    assert np.array_equal(with_fill[rows], flat[48 * N:51 * N].reshape(3, N)[:, :32])  # block_n 32
+
+
+# ---- GPU: s11 on row groups against float64 ----------------------------------------------------------
+def _rows(rows, inner, ld, batch=1):
+    """A (batch, rows, inner) float32 view with rows ``ld`` floats apart (batches a 16-byte multiple
+    apart) in a buffer whose padding between rows and after them is NaN and Inf; signed data with
+    exponents from 2^-8 to 2^8."""
+    import torch
+
+    per = -(-rows * ld // 4) * 4
+    n = batch * per
+    buf = torch.where(torch.arange(n, device="cuda") % 2 == 0, float("nan"), float("inf")).float()
+    view = buf.as_strided((batch, rows, inner), (per, ld, 1))
+    view.copy_(torch.randn(batch, rows, inner, device="cuda") * torch.randint(-8, 9, (batch, rows, inner),
+                                                                              device="cuda").float().exp2())
+    return view
+
+
+def _operands(layout, M, N, K, pad_a, pad_b, batch):
+    """A (M x K) and B (K x N) of ``layout`` ('n' row-major, 't' column-major), rows padded by
+    pad_a / pad_b floats (a K-major operand's padding rounded up to keep it 16-byte aligned: it is
+    not the one under test)."""
+    def aligned(x):
+        return -(-x // 4) * 4
+
+    if layout[0] == "n":
+        a = _rows(M, K, aligned(K + pad_a), batch)
+    else:
+        a = _rows(K, M, M + pad_a, batch).transpose(-1, -2)
+    if layout[1] == "n":
+        b = _rows(K, N, N + pad_b, batch)
+    else:
+        b = _rows(N, K, aligned(K + pad_b), batch).transpose(-1, -2)
+    return a, b
+
+
+def _check_elementwise(out, a, b):
+    """Every element within FP32 accumulation's bound, 2K·2^-24·(|A||B|), of the float64 product
+    (a missing or doubled k anywhere shows), and finite."""
+    import torch
+
+    ref = a.double() @ b.double()
+    bound = 2 * a.shape[-1] * 2.0**-24 * (a.double().abs() @ b.double().abs()) + 1e-300
+    assert bool(torch.isfinite(out).all())
+    err = (out.double() - ref).abs()
+    worst = float((err / bound).max())
+    assert worst <= 1.0, worst
+
+
+@pytest.fixture
+def row_groups_gpu(monkeypatch):
+    from gemmlab import api
+
+    monkeypatch.setattr(s11_tma, "ROW_GROUPS", True)
+    monkeypatch.setenv("GEMMLAB_PRINT_CONFIG", "1")
+    api.clear_plan_cache()
+    yield
+    api.clear_plan_cache()
+
+
+RG_CONFIGS = [{}, {"block_m": 64, "block_n": 128, "warp_m": 32, "warp_n": 64, "block_k": 16, "stages": 4},
+              {"block_m": 32, "block_n": 64, "warp_m": 16, "warp_n": 32, "block_k": 8, "k_unroll": 1, "stages": 2}]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("config", range(len(RG_CONFIGS)))
+@pytest.mark.parametrize("layout,pad_a,pad_b", [("nn", 0, 1), ("nn", 1, 2), ("tn", 1, 3), ("tn", 2, 1),
+                                                ("tn", 3, 0), ("tt", 1, 0), ("tt", 2, 1)])
+def test_gpu_s11_row_groups(row_groups_gpu, capsys, config, layout, pad_a, pad_b):
+    """s11 on operands whose rows of k are not 16-byte aligned, read as row groups (G 2 and 4, A
+    and B), with K tails of every size, partial tiles at every edge, NaN and Inf between rows."""
+    import torch
+
+    import gemmlab
+
+    cfg = RG_CONFIGS[config]
+    grouped = 0
+    for M, N, K in ((129, 131, 127), (300, 37, 51), (64, 517, 1027), (7, 9, 6), (257, 255, 4)):
+        a, b = _operands(layout, M, N, K, pad_a, pad_b, 1)
+        a, b = a[0], b[0]
+        out = gemmlab.gemm(a, b, stage="s11", config=cfg)
+        torch.cuda.synchronize()
+        err = capsys.readouterr().err
+        _check_elementwise(out, a, b)
+        p = _problem_of(a, b, out)
+        groups = s11_tma.row_groups(p)
+        assert p.operands_tma_ready(True), (M, N, K, a.stride(), b.stride())
+        assert "-> s11 " in err and ("row_group" in err) == (groups != (1, 1)), (groups, err)
+        grouped += groups != (1, 1)
+    assert grouped >= 3
+
+
+def _problem_of(a, b, out):
+    """The kernel-level problem of gemm(a, b) into a row-major out."""
+    (M, K), N = a.shape, b.shape[1]
+    return Problem(M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0),
+                   a_ptr=a.data_ptr(), b_ptr=b.data_ptr(), d_ptr=out.data_ptr())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout,pad_a,pad_b", [("nn", 1, 1), ("tn", 1, 2), ("tt", 3, 0)])
+@pytest.mark.parametrize("plan", [{"split_k": 2}, {"split_k": 3, "cluster_reduce": 0}, {"batch": 3}])
+def test_gpu_s11_row_groups_split_and_batched(row_groups_gpu, capsys, layout, pad_a, pad_b, plan):
+    """Split-K (slices added in a cluster, and through the workspace: only the last slice has the K
+    tail) and strided batches on row groups."""
+    import torch
+
+    import gemmlab
+
+    plan = dict(plan)
+    batch = plan.pop("batch", 1)
+    M, N, K = 200, 301, 1001
+    a, b = _operands(layout, M, N, K, pad_a, pad_b, batch)
+    if batch == 1:
+        a, b = a[0], b[0]
+        out = gemmlab.gemm(a, b, stage="s11", config={"block_m": 64, "block_n": 128, "warp_m": 32, "warp_n": 64,
+                                                      **plan})
+    else:
+        out = gemmlab.gemm_batched(a, b, stage="s11")
+    torch.cuda.synchronize()
+    err = capsys.readouterr().err
+    assert "-> s11" in err and "row_group" in err, err
+    _check_elementwise(out, a, b)
+
+
+@pytest.mark.gpu
+def test_gpu_auto_takes_row_groups_instead_of_a_copy(row_groups_gpu, capsys):
+    """stage="auto" on a problem whose B rows are 1001 floats: s11 on row groups, no repack."""
+    import torch
+
+    import gemmlab
+
+    from gemmlab import dispatch
+
+    a, b = _operands("nn", 1000, 1001, 1000, 0, 0, 1)
+    a, b = a[0], b[0]
+    out = gemmlab.matmul(a, b)
+    torch.cuda.synchronize()
+    err = capsys.readouterr().err
+    assert "-> s11 " in err and "b_row_group" in err, err
+    assert not dispatch.choose(_problem_of(a, b, out), out.device.index or 0).repack
+    _check_elementwise(out, a, b)

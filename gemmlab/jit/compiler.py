@@ -48,6 +48,14 @@ def _backend() -> str:
     return b
 
 
+def preload() -> None:
+    """Import the compiler backend in this thread. Threads that first import cuda.core at once
+    race in the import machinery ("cannot import name 'Program' from 'cuda.core.cu13'"): a pool
+    that compiles calls this before it starts (tune/runner.py compile_all)."""
+    if _backend() == "nvrtc":
+        from cuda.core import Program, ProgramOptions  # noqa: F401
+
+
 @functools.lru_cache(maxsize=None)
 def _nvrtc_version() -> str:
     from cuda.bindings import nvrtc

@@ -17,6 +17,10 @@
 //     into a [k][n] tile of its own (copy/smem_transpose.cuh) and the core reads that as it reads
 //     an N-major B, whose fragments keep clear of register-bank conflicts; the warps of one tile
 //     column each make their own copy, so no barrier joins warps (a __syncwarp orders the lanes).
+//   - A_ROW_GROUP / B_ROW_GROUP (2 or 4; [k][x] tiles: A M-major, B N-major): an operand whose k rows
+//     are not 16-byte aligned is read by TMA as row groups (copy/row_groups.cuh): G boxes a stage,
+//     the tile's k rows in row-group order (the core reads them through k_slot), and the problem's
+//     last K % G rows written by the consumers in its last K tile.
 // The tensor maps are built on the host (stages/tensor_map.py) and passed as
 // `const __grid_constant__` parameters. They are 3-D (inner, outer, batch); batch_mask bit 0/1
 // says whether A/B have a batch dimension (else every batch reads batch 0: broadcast).
@@ -32,6 +36,7 @@
 #include "ptx/sync.cuh"
 #include "ptx/tma.cuh"
 #include "mma/warp_tile.cuh"
+#include "copy/row_groups.cuh"
 #include "copy/smem_transpose.cuh"
 #include "epilogue/cluster_reduce.cuh"
 #include "epilogue/stream_k.cuh"
@@ -40,7 +45,8 @@ namespace gemmlab {
 
 template <int BLOCK_M_, int BLOCK_N_, int BLOCK_K_, int WARP_M_, int WARP_N_, int K_UNROLL_, bool A_SWIZZLE_,
           int STAGES_, bool PRODUCER_WARP_, bool CONSUMER_SYNC_, bool A_K_MAJOR_, bool B_N_MAJOR_, int CLUSTER_K_ = 1,
-          int FFMA_ROTATE_ = 0, bool B_SCALAR_ = false, int B_TRANSPOSE_ = 0, bool FRAG_PREFETCH_ = false>
+          int FFMA_ROTATE_ = 0, bool B_SCALAR_ = false, int B_TRANSPOSE_ = 0, bool FRAG_PREFETCH_ = false,
+          int A_ROW_GROUP_ = 1, int B_ROW_GROUP_ = 1>
 struct S11Tma {
     // B_T: a K-major B is transposed in shared memory; with B_TRANSPOSE_ 1 the core then reads B
     // as N-major; 2 (an experiment) makes the copy and reads Bs[n][k] as without it (the copy's cost).
@@ -49,7 +55,12 @@ struct S11Tma {
     static_assert(B_TRANSPOSE_ >= 0 && B_TRANSPOSE_ <= 2, "b_transpose: 0, 1 or 2");
     static_assert(!(B_READ_T && B_SCALAR_), "b_transpose and b_scalar: B's fragments are read one way");
     using Core = WarpTileCore<BLOCK_M_, BLOCK_N_, BLOCK_K_, WARP_M_, WARP_N_, K_UNROLL_, A_SWIZZLE_, A_K_MAJOR_,
-                              B_N_MAJOR_ || B_READ_T, FFMA_ROTATE_, B_SCALAR_, 0, 0, FRAG_PREFETCH_>;
+                              B_N_MAJOR_ || B_READ_T, FFMA_ROTATE_, B_SCALAR_, 0, 0, FRAG_PREFETCH_, A_ROW_GROUP_,
+                              B_ROW_GROUP_>;
+    // Row groups ([k][x] tiles only: the core's static_asserts say so).
+    static constexpr bool ROW_GROUPS = A_ROW_GROUP_ > 1 || B_ROW_GROUP_ > 1;
+    using AGroups = RowGroups<(A_ROW_GROUP_ > 1 ? A_ROW_GROUP_ : 2), BLOCK_K_, BLOCK_M_, Core::A_LD>;
+    using BGroups = RowGroups<(B_ROW_GROUP_ > 1 ? B_ROW_GROUP_ : 2), BLOCK_K_, BLOCK_N_, Core::B_LD>;
     using Transpose = WarpTransposeXK<Core, WARP_N_, BLOCK_N_>;
     static constexpr int BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_, BLOCK_K = BLOCK_K_;
     static constexpr int STAGES = STAGES_;
@@ -148,10 +159,14 @@ struct S11Tma {
             const unsigned b_dst = b_stages + stage * B_STAGE_BYTES;
             if constexpr (A_K_MAJOR_) {
                 async::tma_load_3d(a_dst, &a_map, bar, k0, m0, a_batch);  // box [BLOCK_M][BLOCK_K] (swizzled)
+            } else if constexpr (A_ROW_GROUP_ > 1) {  // G boxes [BLOCK_K/G][BLOCK_M]
+                AGroups::load(a_dst, &a_map, bar, m0, k0, static_cast<int>(args.a_col_stride), a_batch);
             } else {
                 async::tma_load_3d(a_dst, &a_map, bar, m0, k0, a_batch);  // box [BLOCK_K][BLOCK_M]
             }
-            if constexpr (B_N_MAJOR_) {
+            if constexpr (B_N_MAJOR_ && B_ROW_GROUP_ > 1) {  // G boxes [BLOCK_K/G][BLOCK_N]
+                BGroups::load(b_dst, &b_map, bar, n0, k0, static_cast<int>(args.b_row_stride), b_batch);
+            } else if constexpr (B_N_MAJOR_) {
                 async::tma_load_3d(b_dst, &b_map, bar, n0, k0, b_batch);  // box [BLOCK_K][BLOCK_N]
             } else {
                 async::tma_load_3d(b_dst, &b_map, bar, k0, n0, b_batch);  // box [BLOCK_N][BLOCK_K], swizzled
@@ -226,6 +241,28 @@ struct S11Tma {
             // consumer threads only, so the producer warps never take part.
             if constexpr (CONSUMER_SYNC_) async::named_barrier_sync(1, CONSUMERS);
             async::mbarrier_wait(full_bar(stage), phase);
+            if constexpr (ROW_GROUPS) {
+                // The problem's last K % G rows (zeros from TMA) in its last K tile, written by the
+                // consumers, who then meet (barrier 1) before any of them reads the tile.
+                const int a_tail = A_ROW_GROUP_ > 1 ? static_cast<int>((args.k_begin + args.K) % A_ROW_GROUP_) : 0;
+                const int b_tail = B_ROW_GROUP_ > 1 ? static_cast<int>((args.k_begin + args.K) % B_ROW_GROUP_) : 0;
+                if (t == num_tiles - 1 && (a_tail || b_tail)) {
+                    const int k_last = static_cast<int>(args.K) - t * BLOCK_K;  // k's of this tile
+                    if constexpr (A_ROW_GROUP_ > 1) {
+                        AGroups::fill_tail(const_cast<float*>(a_tiles) + stage * (A_STAGE_BYTES / 4),
+                                           args.A + row0 + static_cast<int64>(t) * BLOCK_K * args.a_col_stride,
+                                           args.a_col_stride, k_last - a_tail, a_tail, args.M - row0,
+                                           static_cast<int>(threadIdx.x), CONSUMERS);
+                    }
+                    if constexpr (B_ROW_GROUP_ > 1) {
+                        BGroups::fill_tail(const_cast<float*>(b_tiles) + stage * (B_STAGE_BYTES / 4),
+                                           args.B + col0 + static_cast<int64>(t) * BLOCK_K * args.b_row_stride,
+                                           args.b_row_stride, k_last - b_tail, b_tail, args.N - col0,
+                                           static_cast<int>(threadIdx.x), CONSUMERS);
+                    }
+                    async::named_barrier_sync(1, CONSUMERS);
+                }
+            }
             if constexpr (B_T) {
                 // The warp's own [k][n] tile: its lanes have read the previous one (__syncwarp),
                 // then write this one and see each other's writes (__syncwarp) before the FFMAs.

@@ -30,13 +30,36 @@ def _round_1k(n: int) -> int:
     return (n + 1023) // 1024 * 1024
 
 
+# An experiment (2026-12-06, eighteenth session; CPU-built, not yet run on a GPU): an operand whose
+# rows are k ([k][x]: A column-major, B row-major) with a k-row stride that is not a multiple of 16
+# bytes goes to TMA as row groups (kernels/copy/row_groups.cuh, Problem's Operand.row_group) instead
+# of a repack copy or s10's 4-byte copies. heuristics/choice.py (tma_ready) then counts such a
+# problem as aligned. Off: the runtime as before.
+ROW_GROUPS = False
+
+
+def row_groups(problem: Problem) -> tuple[int, int]:
+    """(A's, B's) row group under ROW_GROUPS: G > 1 where s11 reads that operand as row groups,
+    else 1."""
+    if not ROW_GROUPS:
+        return 1, 1
+    out = []
+    for which in ("a", "b"):
+        op = problem.operand(which)
+        out.append(op.row_group if not op.k_major and not op.vec_aligned and op.row_group > 1 else 1)
+    return out[0], out[1]
+
+
 def operand_maps(cfg, problem: Problem) -> dict:
     """The tensor map arguments of A and B: {"a": (ptr, shape, strides, box, swizzle), "b": ...}
-    (outermost first: (batch, outer, inner)), plus "batch_mask"."""
+    (outermost first: (batch, outer, inner)), plus "batch_mask". An operand read as row groups of G
+    (``row_groups``) is (batch, K // G groups, (G-1)·ld + x floats), the groups G·ld apart, its box
+    block_k / G groups deep (the kernel issues G of them a stage)."""
     bm, bn, bk = cfg["block_m"], cfg["block_n"], cfg["block_k"]
     p = problem
     out = {}
     mask = 0
+    groups = dict(zip("ab", row_groups(p)))
     for which in ("a", "b"):
         if which == "a":
             k_major = p.a_k_major
@@ -55,6 +78,10 @@ def operand_maps(cfg, problem: Problem) -> dict:
         # A single row or column: its stride is never used; give the map a legal one.
         if outer == 1:
             outer_stride = -(-inner // 4) * 4
+        g = groups[which]
+        if g > 1:  # rows k, inner x: outer = K
+            inner, outer, outer_stride = (g - 1) * outer_stride + inner, outer // g, g * outer_stride
+            box = (1, bk // g, box[2])
         batched = p.batch > 1 and bs != 0
         extent = outer * outer_stride
         batch_stride = bs if batched else -(-extent // 4) * 4
@@ -88,6 +115,8 @@ def tma_problems(cfg, problem: Problem) -> list[str]:
         out += [f"{which.upper()}: {m}" for m in tensor_map.problems(ptr, shape, strides, box, swizzle, overhang=True)]
         if shape[0] > 1 and strides[0] < shape[1] * strides[1]:
             out.append(f"{which.upper()}: batches overlap (batch stride {strides[0]} elements)")
+        if shape[2] >= INT32_LIMIT:  # row groups: box coordinates reach (G-1)·ld + x
+            out.append(f"{which.upper()}: a row group of {shape[2]} floats (TMA coordinates are 32-bit)")
     return out
 
 
@@ -147,10 +176,19 @@ class Tma(CpAsync):
 
     def variants(self, cfg):
         layouts = [{"a_k_major": a, "b_n_major": b} for a in (1, 0) for b in (1, 0)]
-        return layouts + [{**v, "stream_k": 1} for v in layouts if v["b_n_major"]]
+        # row groups (ROW_GROUPS): B of nn in groups of 4, A and B of tn in 4 and 2, A of tt in 2
+        groups = [{"a_k_major": 1, "b_n_major": 1, "b_row_group": 4},
+                  {"a_k_major": 0, "b_n_major": 1, "a_row_group": 4, "b_row_group": 2},
+                  {"a_k_major": 0, "b_n_major": 0, "a_row_group": 2}]
+        return layouts + [{**v, "stream_k": 1} for v in layouts if v["b_n_major"]] + groups
 
     def variant(self, cfg, problem):
         v = {"a_k_major": int(problem.a_k_major), "b_n_major": int(problem.b_n_major)}
+        ga, gb = row_groups(problem)
+        if ga > 1:
+            v["a_row_group"] = ga
+        if gb > 1:
+            v["b_row_group"] = gb
         if problem.splits > 1 and problem.d_ss == 0:  # the slices share D: added in a cluster
             v["cluster_k"] = problem.splits
         return v
@@ -187,13 +225,20 @@ class Tma(CpAsync):
                 f"{b(cfg['consumer_sync'])}, {b(variant['a_k_major'])}, {b(variant['b_n_major'])}, "
                 f"{variant.get('cluster_k', 1)}, {2 if cfg.get('ffma_serpentine', 0) else cfg.get('ffma_rotate', 0)}, "
                 f"{b(self.b_scalar(cfg, variant))}, "
-                f"{cfg.get('b_transpose', 0)}, {b(self.frag_prefetch(cfg))}>")
+                f"{cfg.get('b_transpose', 0)}, {b(self.frag_prefetch(cfg))}{self._row_group_args(variant)}>")
+
+    @staticmethod
+    def _row_group_args(variant) -> str:
+        """The row groups' template arguments, where there are any (else the defaults: 1, 1)."""
+        groups = (variant.get("a_row_group", 1), variant.get("b_row_group", 1))
+        return "" if groups == (1, 1) else f", {groups[0]}, {groups[1]}"
 
     # ---- stream-K (kernels/epilogue/stream_k.cuh, the wrapper in jit/source.py) -------------
     def stream_k_blocks(self, cfg, problem, sms):
         """One batch, no split-K, on TMA: min(SMs x the blocks an SM holds, K tiles in all)."""
         p = problem
-        if p.batch != 1 or p.splits > 1 or p.K <= 0 or tma_problems(cfg, p) or not tensor_map.available():
+        if (p.batch != 1 or p.splits > 1 or p.K <= 0 or row_groups(p) != (1, 1) or tma_problems(cfg, p)
+                or not tensor_map.available()):
             return 0
         bm, bn = self.block_tile(cfg)
         k_tiles = -(-p.M // bm) * -(-p.N // bn) * -(-p.K // cfg["block_k"])

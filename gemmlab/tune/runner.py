@@ -133,11 +133,11 @@ def compile_problem(job: Job, repack: bool):
 def job_facts(job: Job) -> dict:
     """What dispatch decides from the shape alone: its layout letters, whether it repacks and
     whether the entry is for aligned problems (heuristics: operands aligned, or repacked)."""
-    from ..heuristics import should_repack
+    from ..heuristics import should_repack, tma_ready
 
     p = kernel_problem(job)
     repack = should_repack(p)
-    return {"layout": p.layout, "repack": bool(repack), "aligned": bool(p.operands_aligned() or repack),
+    return {"layout": p.layout, "repack": bool(repack), "aligned": bool(tma_ready(p) or repack),
             "problem": p}
 
 
@@ -244,6 +244,7 @@ def kernels_of(job: Job, items, arch: str, repack: bool) -> dict:
 def compile_all(kernels: dict, workers: int | None = None, say=None) -> dict:
     """Compile every kernel (disk-cached) with a thread pool; returns {name: error message} of
     the ones that failed. The first compiles alone, so imports happen in one thread."""
+    from ..jit import compiler
     from ..plan import kernel_for
 
     say = say or (lambda msg: None)
@@ -265,6 +266,7 @@ def compile_all(kernels: dict, workers: int | None = None, say=None) -> dict:
 
     results = [one(todo[0])]
     if len(todo) > 1:
+        compiler.preload()  # the first may have come from the disk cache without importing the compiler
         with ThreadPoolExecutor(max_workers=workers) as ex:
             results += list(ex.map(one, todo[1:]))
     for name, was_cached, err in results:

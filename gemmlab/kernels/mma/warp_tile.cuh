@@ -47,9 +47,14 @@ namespace gemmlab {
 // k at a time, the next k's fragments loaded before this k's FFMAs, and the k after a run left in
 // registers for the caller, which may cross its barrier and load the next tile's first k before
 // that k's FFMAs (s10's FRAG_CARRY: runs of a tile's k's but its last, or of CARRY_CHUNK k's).
+//
+// A_ROW_GROUP / B_ROW_GROUP (1: none; 2 or 4, [k][x] tiles only: A M-major, B N-major): the tile's
+// k rows lie in shared memory in row-group order (s11's TMA row groups for rows that are not 16-byte
+// aligned, docs/stages/s10-s11.md): box j of G brought k = j, j+G, j+2G, ..., so k sits in smem row
+// k_slot<G>(k). In the unrolled loop the row is an affine function of the group: no instruction more.
 template <int BLOCK_M, int BLOCK_N, int BLOCK_K, int WARP_M, int WARP_N, int K_UNROLL, bool A_SWIZZLE,
           bool A_K_MAJOR, bool B_N_MAJOR, int FFMA_ROTATE = 0, bool B_SCALAR = false, int A_LD_ = 0, int B_LD_ = 0,
-          bool FRAG_PREFETCH = false>
+          bool FRAG_PREFETCH = false, int A_ROW_GROUP = 1, int B_ROW_GROUP = 1>
 struct WarpTileCore {
     // As[m][k] swizzled, with single rows 4 apart (else plain, with groups of 4 rows): a config choice.
     static constexpr bool A_ROWS_SWIZZLED = A_K_MAJOR && A_SWIZZLE;
@@ -79,6 +84,18 @@ struct WarpTileCore {
     static_assert(!B_SCALAR || !B_N_MAJOR, "b_scalar: B's fragments one k at a time only where B is K-major");
     static_assert(A_LD >= BLOCK_M && A_LD % 4 == 0 && B_LD >= BLOCK_N && B_LD % 4 == 0,
                   "a [k][x] tile's rows hold the tile's x and stay 16-byte aligned");
+    static_assert((A_ROW_GROUP == 1 || A_ROW_GROUP == 2 || A_ROW_GROUP == 4) &&
+                      (B_ROW_GROUP == 1 || B_ROW_GROUP == 2 || B_ROW_GROUP == 4),
+                  "a row group is 1 (none), 2 or 4 rows");
+    static_assert((A_ROW_GROUP == 1 || !A_K_MAJOR) && (B_ROW_GROUP == 1 || B_N_MAJOR),
+                  "row groups reorder k rows: [k][x] tiles only (A M-major, B N-major)");
+
+    // The shared-memory row of k in a [k][x] tile whose rows came in row groups of G (the inverse
+    // of the copy's order: box j's row i is k = i*G + j, stored at j*(BLOCK_K/G) + i).
+    template <int G>
+    static __host__ __device__ constexpr int k_slot(int k) {
+        return G == 1 ? k : (k % G) * (BLOCK_K / G) + k / G;
+    }
 
     // Column j of the jj-th FFMA in a run whose A value is component c of its quad (FFMA_ROTATE;
     // consecutive runs have c of alternating parity, so c also says which way a serpentine run goes).
@@ -135,7 +152,7 @@ struct WarpTileCore {
             for (int kk = 0; kk < 4; ++kk) {
 #pragma unroll
                 for (int jq = 0; jq < THREAD_N / 4; ++jq)
-                    load_quad(b[kk], 4 * jq, b_tile + (4 * g + kk) * B_LD + n_base + jq * (LANES_N * 4));
+                    load_quad(b[kk], 4 * jq, b_tile + k_slot<B_ROW_GROUP>(4 * g + kk) * B_LD + n_base + jq * (LANES_N * 4));
             }
         } else {
             const int chunk = g ^ b_swizzle;
@@ -198,7 +215,7 @@ struct WarpTileCore {
                 float a[THREAD_M];
 #pragma unroll
                 for (int iq = 0; iq < THREAD_M / 4; ++iq)
-                    load_quad(a, 4 * iq, a_tile + (4 * g + kk) * A_LD + m_base + iq * (LANES_M * 4));
+                    load_quad(a, 4 * iq, a_tile + k_slot<A_ROW_GROUP>(4 * g + kk) * A_LD + m_base + iq * (LANES_M * 4));
                 if constexpr (B_SCALAR) {
                     // Runs along M sharing B's value: the register-file reads are A's (banks
                     // alternating with the row) and the accumulator's.
@@ -224,9 +241,11 @@ struct WarpTileCore {
                                            int k) const {
         static_assert(OUTER_PRODUCT, "one k at a time: the outer-product layout (As[k][m], Bs[k][n])");
 #pragma unroll
-        for (int iq = 0; iq < THREAD_M / 4; ++iq) load_quad(f.a, 4 * iq, a_tile + k * A_LD + m_base + iq * (LANES_M * 4));
+        for (int iq = 0; iq < THREAD_M / 4; ++iq)
+            load_quad(f.a, 4 * iq, a_tile + k_slot<A_ROW_GROUP>(k) * A_LD + m_base + iq * (LANES_M * 4));
 #pragma unroll
-        for (int jq = 0; jq < THREAD_N / 4; ++jq) load_quad(f.b, 4 * jq, b_tile + k * B_LD + n_base + jq * (LANES_N * 4));
+        for (int jq = 0; jq < THREAD_N / 4; ++jq)
+            load_quad(f.b, 4 * jq, b_tile + k_slot<B_ROW_GROUP>(k) * B_LD + n_base + jq * (LANES_N * 4));
     }
 
     // acc += the outer product of one k's fragments (the FFMA order of multiply_group's).
