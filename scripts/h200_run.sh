@@ -288,6 +288,12 @@ for what in "$@"; do
       # the quick probe's shapes decide; a seed no probe has used says whether it holds
       step "serpentine against the runtime on random shapes of a fresh seed (29)"
       random_variants 29 as_is,serpentine variants-serpentine-29.txt 560 ;;
+    sanitize-row-groups)
+      step "compute-sanitizer racecheck, synccheck, memcheck: s11 on row groups (the consumers' K-tail fill)"
+      for tool in racecheck synccheck memcheck; do
+        timeout 150 compute-sanitizer --tool $tool python3 scripts/sanitize.py s11 --row-groups 2>&1 \
+          | tee -a "$RES/sanitize-row-groups.txt" | grep -E "ERROR SUMMARY|WRONG|Error" | tail -3
+      done ;;
     sanitize-carry)
       # s10 with frag_carry under compute-sanitizer (its GPU tests run with `tests`)
       step "compute-sanitizer racecheck and synccheck: s10 with frag_carry (copies at the barrier; 2 stages, after k 7; 2 stages, trips of 4 k)"

@@ -1,8 +1,10 @@
 """Small shapes of the given stages, for compute-sanitizer (memcheck, racecheck, synccheck).
-``--config JSON``: the stages run at that config (e.g. s10 with frag_carry).
+``--config JSON``: the stages run at that config (e.g. s10 with frag_carry). ``--row-groups``: s11's
+TMA row groups on (s11_tma.ROW_GROUPS), and operands whose rows of k are not 16-byte aligned.
 
     compute-sanitizer --tool memcheck python3 scripts/sanitize.py s09 s10 s11
     compute-sanitizer --tool racecheck python3 scripts/sanitize.py s10 --config '{"frag_carry": 1}'
+    compute-sanitizer --tool racecheck python3 scripts/sanitize.py s11 --row-groups
 """
 import json
 import sys
@@ -18,6 +20,28 @@ if "--config" in args:
     i = args.index("--config")
     config = json.loads(args[i + 1])
     del args[i:i + 2]
+if "--row-groups" in args:
+    from gemmlab.stages import s11_tma
+
+    s11_tma.ROW_GROUPS = True
+    args.remove("--row-groups")
+    # rows of k padded to ld = x + 1 (G 4) or x + 2 (G 2), K tails: B of nn, A and B of tn, A of tt
+    for (M, N, K, layout, pa, pb) in ((129, 257, 67, "nn", 1, 1), (200, 135, 71, "tn", 3, 1), (131, 64, 66, "tt", 1, 2)):
+        a_ld = M + pa if layout[0] == "t" else K + pa
+        b_ld = N + pb if layout[1] == "n" else K + pb
+        a = (torch.rand(K, a_ld, device="cuda")[:, :M].t() if layout[0] == "t"
+             else torch.rand(M, a_ld, device="cuda")[:, :K])
+        b = (torch.rand(K, b_ld, device="cuda")[:, :N] if layout[1] == "n"
+             else torch.rand(N, b_ld, device="cuda")[:, :K].t())
+        for cfg in ({}, {"split_k": 2}, {"block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32, "block_k": 8}):
+            out = gemmlab.gemm(a, b, stage="s11", config=cfg)
+            torch.cuda.synchronize()
+            r = compare(out, reference(a, b, None, 1.0, 0.0), K)
+            print("s11 row groups", cfg, M, N, K, layout, a.stride(), b.stride(), "ok" if r.correct else f"WRONG {r}",
+                  flush=True)
+    args = [x for x in args if x != "s11"]
+    if not args:
+        sys.exit(0)
 for stage in args or ["s09", "s10", "s11"]:
     # 300x600x99 nt: unaligned K-major A and B with whole tiles inside (s10's transposing copies, fast path);
     # 300x601x100 nn: only A's rows aligned (nn keeps one copy size: both 4-byte, A turned);
