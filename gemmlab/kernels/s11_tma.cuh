@@ -247,17 +247,21 @@ struct S11Tma {
                 const int a_tail = A_ROW_GROUP_ > 1 ? static_cast<int>((args.k_begin + args.K) % A_ROW_GROUP_) : 0;
                 const int b_tail = B_ROW_GROUP_ > 1 ? static_cast<int>((args.k_begin + args.K) % B_ROW_GROUP_) : 0;
                 if (t == num_tiles - 1 && (a_tail || b_tail)) {
+                    // (opaque: what the fill reads is worked out here, in the last tile, not hoisted
+                    // out of the K loop and kept live through it)
                     const int k_last = static_cast<int>(args.K) - t * BLOCK_K;  // k's of this tile
                     if constexpr (A_ROW_GROUP_ > 1) {
+                        const int64 ld = opaque(args.a_col_stride);
                         AGroups::fill_tail(const_cast<float*>(a_tiles) + stage * (A_STAGE_BYTES / 4),
-                                           args.A + row0 + static_cast<int64>(t) * BLOCK_K * args.a_col_stride,
-                                           args.a_col_stride, k_last - a_tail, a_tail, args.M - row0,
+                                           args.A + opaque(row0 + static_cast<int64>(t) * BLOCK_K * ld), ld,
+                                           k_last - a_tail, a_tail, opaque(args.M - row0),
                                            static_cast<int>(threadIdx.x), CONSUMERS);
                     }
                     if constexpr (B_ROW_GROUP_ > 1) {
+                        const int64 ld = opaque(args.b_row_stride);
                         BGroups::fill_tail(const_cast<float*>(b_tiles) + stage * (B_STAGE_BYTES / 4),
-                                           args.B + col0 + static_cast<int64>(t) * BLOCK_K * args.b_row_stride,
-                                           args.b_row_stride, k_last - b_tail, b_tail, args.N - col0,
+                                           args.B + opaque(col0 + static_cast<int64>(t) * BLOCK_K * ld), ld,
+                                           k_last - b_tail, b_tail, opaque(args.N - col0),
                                            static_cast<int>(threadIdx.x), CONSUMERS);
                     }
                     async::named_barrier_sync(1, CONSUMERS);
