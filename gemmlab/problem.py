@@ -213,21 +213,24 @@ class Operand:
 
     @property
     def row_group(self) -> int:
-        """How TMA can read the operand as [k][x] rows (unit stride along x: A column-major, B
-        row-major): 1 as they are (:attr:`x_rows_ready`); G = 4 / gcd(k-row stride, 4) (2 or 4) as
-        a tensor of row groups where the k-row stride is not a multiple of 16 bytes (G rows then
-        span a multiple of it: kernels/copy/row_groups.cuh, scripts/row_group_model.py), which
-        needs a 16-byte aligned base and batch stride, a positive stride and at least one whole
-        group (K >= G); 0 where neither works."""
-        if self.x_rows_ready:
+        """How TMA can read the operand's rows as it keeps them (K-major: rows of x, [x][k]; else
+        rows of k, [k][x]): 1 as they are (:attr:`k_rows_ready` / :attr:`x_rows_ready`); G = 4 /
+        gcd(row stride, 4) (2 or 4) as a tensor of row groups where the row stride is not a
+        multiple of 16 bytes (G rows then span a multiple of it: kernels/copy/row_groups.cuh,
+        scripts/row_group_model.py), which needs a unit stride along the row, a 16-byte aligned
+        base and batch stride, and at least one whole group (G rows or more); 0 where neither works."""
+        if self.k_major:
+            ready, inner_stride, stride, rows, inner = self.k_rows_ready, self.k_stride, self.x_stride, self.x, self.k
+        else:
+            ready, inner_stride, stride, rows, inner = self.x_rows_ready, self.x_stride, self.k_stride, self.k, self.x
+        if ready:
             return 1
-        stride = self.k_stride
-        if self.x <= 1 or self.x_stride != 1 or stride <= 1 or self.ptr % 16:
+        if inner <= 1 or inner_stride != 1 or stride <= 1 or self.ptr % 16:
             return 0
         if self.batch > 1 and self.bs % VEC:
             return 0
         g = VEC // math.gcd(stride, VEC)
-        return g if self.k >= g else 0
+        return g if rows >= g else 0
 
     # -- repacking ----------------------------------------------------------------------------------
     def needs_repack(self, for_alignment: bool) -> bool:
@@ -387,14 +390,15 @@ class Problem:
 
     def operands_tma_ready(self, row_groups: bool) -> bool:
         """TMA (s11) can read both operands as they are: :meth:`operands_aligned`, or with
-        ``row_groups`` (s11_tma.ROW_GROUPS) also where an unaligned operand's rows are k
-        ([k][x]: A column-major, B row-major) and :attr:`Operand.row_group` > 1."""
+        ``row_groups`` (s11_tma.ROW_GROUPS) also where an unaligned operand's rows go in row groups
+        (:attr:`Operand.row_group` > 1): A in either majorness, B row-major (rows of k; a K-major
+        B's rows of n are not built)."""
         if self.operands_aligned():
             return True
         if not row_groups:
             return False
-        return all(op.vec_aligned or (not op.k_major and op.row_group > 1)
-                   for op in (self.operand("a"), self.operand("b")))
+        a, b = self.operand("a"), self.operand("b")
+        return (a.vec_aligned or a.row_group > 1) and (b.vec_aligned or (not b.k_major and b.row_group > 1))
 
     def aligned(self, floats: int = 4) -> bool:
         """The strict rule of the s07-s09 float4 paths: every A, B and D row start is aligned to

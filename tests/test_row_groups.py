@@ -124,25 +124,22 @@ def strided(M, N, K, layout, lda_pad=0, ldb_pad=0, batch=1, a_bs=None, b_bs=None
 
 
 @pytest.mark.parametrize("layout,lda_pad,ldb_pad,want", [
-    ("nn", 0, 1, (0, 4)),    # B row-major, ld N+1 = 38: G 2 (ld = 2 mod 4)
-    ("nn", 0, 0, (0, 4)),    # ld 37: G 4
+    ("nn", 0, 1, (4, 2)),    # A row-major, rows of m 51 floats apart: G 4; B ld N+1 = 38: G 2
+    ("nn", 1, 0, (1, 4)),    # A ld 52: aligned; B ld 37: G 4
     ("tn", 1, 2, (2, 4)),    # A column-major ld 30 (G 2), B ld 39 (G 4)
-    ("tt", 3, 0, (4, 0)),    # A ld 32: aligned (1); B K-major: no view
-    ("nt", 0, 0, (0, 0)),    # K-major operands: row groups are for rows of k only
+    ("tt", 3, 0, (1, 4)),    # A ld 32: aligned; B K-major, rows of n 51 apart: G 4 (not built in s11)
+    ("nt", 3, 1, (2, 1)),    # A ld 54: G 2; B ld 52: aligned
 ])
 def test_operand_row_group(layout, lda_pad, ldb_pad, want):
     p = strided(29, 37, 51, layout, lda_pad, ldb_pad)
-    a, b = p.operand("a"), p.operand("b")
-    got = tuple(op.row_group if not op.k_major else 0 for op in (a, b))
-    lds = (a.k_stride, b.k_stride)
-    exp = tuple(0 if w == 0 else (1 if ld % 4 == 0 else 4 // np.gcd(ld, 4)) for w, ld in zip(want, lds))
-    assert got == exp, (lds, got)
+    assert (p.operand("a").row_group, p.operand("b").row_group) == want
 
 
 def test_row_group_needs_an_aligned_base_a_whole_group_and_batch_stride():
     assert strided(29, 37, 51, "tn", 1).operand("a").row_group == 2
     assert strided(29, 37, 51, "tn", 1, a_off=1).operand("a").row_group == 0   # base 4 bytes off
     assert strided(29, 37, 3, "nn").operand("b").row_group == 0                 # K 3 < G 4
+    assert strided(3, 37, 51, "nn").operand("a").row_group == 0                 # M 3 < G 4 (rows of m)
     assert strided(29, 37, 3, "nn", ldb_pad=1).operand("b").row_group == 2      # K 3 >= G 2
     assert strided(29, 37, 51, "nn", batch=2, b_bs=51 * 37 + 2).operand("b").row_group == 0
     assert strided(29, 37, 51, "nn", batch=2, b_bs=51 * 40).operand("b").row_group == 4
@@ -154,8 +151,10 @@ def test_tma_ready_counts_row_groups_only_when_on(monkeypatch):
     assert s11_tma.row_groups(p) == (1, 1)
     monkeypatch.setattr(s11_tma, "ROW_GROUPS", True)
     assert heuristics.tma_ready(p) and s11_tma.row_groups(p) == (1, 4)
-    assert not heuristics.tma_ready(strided(300, 37, 63, "nn"))           # A rows of 63: K-major, unaligned
-    assert not heuristics.tma_ready(strided(300, 37, 64, "nt", ldb_pad=1))  # B K-major ld 65
+    assert heuristics.tma_ready(strided(300, 37, 63, "nn"))               # A rows of 63 floats: G 4
+    assert s11_tma.row_groups(strided(300, 37, 63, "nn")) == (4, 4)
+    assert not heuristics.tma_ready(strided(300, 37, 64, "nt", ldb_pad=1))  # B K-major ld 65: not built
+    assert heuristics.tma_ready(strided(300, 37, 63, "nt", ldb_pad=1))      # A G 4 beside B's aligned ld 64
 
 
 def test_row_grouped_problems_are_not_repacked_for_alignment(monkeypatch):
@@ -166,7 +165,7 @@ def test_row_grouped_problems_are_not_repacked_for_alignment(monkeypatch):
 
 
 @pytest.mark.parametrize("layout,lda_pad,ldb_pad", [("nn", 1, 1), ("nn", 1, 0), ("tn", 1, 2), ("tn", 2, 0),
-                                                     ("tt", 1, 1)])
+                                                     ("tt", 1, 1), ("nn", 0, 0), ("nt", 0, 1)])
 def test_row_groups_keep_s11_on_tma(row_groups_on, layout, lda_pad, ldb_pad):
     cfg = S11.default_config
     p = strided(129, 37, 51, layout, lda_pad, ldb_pad)
@@ -232,6 +231,71 @@ def test_row_group_tiles_read_through_k_slot_are_the_operands_own(row_groups_on,
                         assert row[c] == flat[(k0 + k) * ld + x0 + c], (x0, k0, k, c)
 
 
+def _kernel_m_tile(flat, shape, strides, box, ld, g, m0, k0, M, K, bm, bk, mask=True, fill=True):
+    """A's stage tile as the kernel builds it where its rows of m go in groups (A K-major): G boxes,
+    then (RowGroups::mask_k) the columns from K on zeroed in the problem's last K tile and
+    (fill_m_tail) the last M % G rows written in every K tile of their block; smem rows, logical
+    columns (the swizzle is one bijection for TMA, the mask and the fill alike)."""
+    _, dim1, dim0 = shape
+    per = box[1]
+    assert per == bm // g and box[2] == bk
+    tile = np.concatenate([rg.tma_box(flat, dim0, dim1, strides[1], j * ld + k0, m0 // g, bk, per) for j in range(g)])
+    k_len = K - k0
+    if mask and k_len < bk:
+        tile[:, k_len:] = 0
+    m_full = M // g * g
+    if fill and m_full < M and m_full < m0 + bm:
+        for m in range(m_full - m0, M - m0):
+            s = (m % g) * per + m // g
+            for k in range(min(k_len, bk)):
+                tile[s, k] = flat[(m0 + m) * ld + k0 + k]
+    return tile
+
+
+def _m_tiles_agree(M, K, lda_pad, bm, bk, **kw):
+    cfg = S11.config({"block_m": bm, "block_n": 32, "warp_m": 16, "warp_n": 32, "block_k": bk, "k_unroll": 1})
+    p = strided(M, 64, K, "nt", lda_pad, -K % 4)
+    op = p.operand("a")
+    g = op.row_group
+    assert g > 1 and s11_tma.row_groups(p) == (g, 1) and not s11_tma.tma_problems(cfg, p)
+    ptr, shape, strides, box, swizzle = s11_tma.operand_maps(cfg, p)["a"]
+    assert swizzle == 4 * bk or not cfg["a_swizzle"]
+    ld = op.x_stride
+    flat = rg.operand(M, K, ld, np.random.default_rng(M * ld))  # rows of m, K floats each, poisoned padding
+    per = bm // g
+    for m0 in range(0, M, bm):
+        for k0 in range(0, K, bk):
+            tile = _kernel_m_tile(flat, shape, strides, box, ld, g, m0, k0, M, K, bm, bk, **kw)
+            for s in range(bm):
+                m = (s % per) * g + s // per  # WarpTileCore::out_m
+                for k in range(bk):
+                    want = flat[(m0 + m) * ld + k0 + k] if m0 + m < M and k0 + k < K else 0.0
+                    if not tile[s, k] == want:
+                        return False
+    return True
+
+
+@pytest.mark.parametrize("M,K,lda_pad,bm,bk", [(70, 45, 0, 32, 16), (67, 50, 1, 64, 32), (129, 30, 3, 32, 8),
+                                              (37, 33, 2, 64, 16)])
+def test_row_grouped_rows_of_m_stored_through_out_m_are_the_operands_own(row_groups_on, M, K, lda_pad, bm, bk):
+    """A K-major on row groups: the host's map, the boxes, the K mask, the M-tail fill and the
+    epilogue's out_m give every element of A at its row (m < M, k < K) and zeros elsewhere, with
+    NaN and Inf between the rows; without the mask the next rows' floats (and the poison) leak in
+    past K, without the fill the last M % G rows read as zeros."""
+    assert _m_tiles_agree(M, K, lda_pad, bm, bk)
+    if K % bk:
+        assert not _m_tiles_agree(M, K, lda_pad, bm, bk, mask=False)
+    if M % (4 // np.gcd(K + lda_pad, 4)):
+        assert not _m_tiles_agree(M, K, lda_pad, bm, bk, fill=False)
+
+
+def test_rows_of_m_in_groups_need_whole_swizzle_periods_a_box(row_groups_on):
+    p = strided(70, 64, 45, "nt", 0, 3)  # A rows of 45 floats: G 4
+    cfg = S11.config({"block_m": 16, "block_n": 64, "warp_m": 16, "warp_n": 32})
+    assert any("block_m a multiple of 32" in m for m in s11_tma.tma_problems(cfg, p))
+    assert S11.fallback(cfg, p) is not None
+
+
 def test_without_the_tail_fill_the_last_rows_are_zeros(row_groups_on):
     """The problem's last K % G rows lie in no whole group: the boxes bring zeros there, and only
     the fill gives the operand's floats (the tile emulated as if K were a multiple of G beyond)."""
@@ -264,13 +328,13 @@ def _rows(rows, inner, ld, batch=1):
 
 def _operands(layout, M, N, K, pad_a, pad_b, batch):
     """A (M x K) and B (K x N) of ``layout`` ('n' row-major, 't' column-major), rows padded by
-    pad_a / pad_b floats (a K-major operand's padding rounded up to keep it 16-byte aligned: it is
-    not the one under test)."""
+    pad_a / pad_b floats (a K-major B's padding rounded up to keep it 16-byte aligned: its rows of n
+    do not go in groups)."""
     def aligned(x):
         return -(-x // 4) * 4
 
     if layout[0] == "n":
-        a = _rows(M, K, aligned(K + pad_a), batch)
+        a = _rows(M, K, K + pad_a, batch)
     else:
         a = _rows(K, M, M + pad_a, batch).transpose(-1, -2)
     if layout[1] == "n":
@@ -310,11 +374,12 @@ RG_CONFIGS = [{}, {"block_m": 64, "block_n": 128, "warp_m": 32, "warp_n": 64, "b
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("config", range(len(RG_CONFIGS)))
-@pytest.mark.parametrize("layout,pad_a,pad_b", [("nn", 0, 1), ("nn", 1, 2), ("tn", 1, 3), ("tn", 2, 1),
-                                                ("tn", 3, 0), ("tt", 1, 0), ("tt", 2, 1)])
+@pytest.mark.parametrize("layout,pad_a,pad_b", [("nn", 1, 1), ("nn", 0, 2), ("nn", 2, 0), ("tn", 1, 3), ("tn", 2, 1),
+                                                ("tn", 3, 0), ("tt", 1, 0), ("tt", 2, 1), ("nt", 0, 0), ("nt", 3, 1)])
 def test_gpu_s11_row_groups(row_groups_gpu, capsys, config, layout, pad_a, pad_b):
-    """s11 on operands whose rows of k are not 16-byte aligned, read as row groups (G 2 and 4, A
-    and B), with K tails of every size, partial tiles at every edge, NaN and Inf between rows."""
+    """s11 on operands whose rows are not 16-byte aligned, read as row groups (G 2 and 4; A's rows
+    of k or m, B's of k), with K and M tails of every size, partial tiles at every edge, NaN and
+    Inf between rows."""
     import torch
 
     import gemmlab
@@ -344,7 +409,7 @@ def _problem_of(a, b, out):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("layout,pad_a,pad_b", [("nn", 1, 1), ("tn", 1, 2), ("tt", 3, 0)])
+@pytest.mark.parametrize("layout,pad_a,pad_b", [("nn", 1, 1), ("nn", 0, 0), ("tn", 1, 2), ("tt", 3, 0), ("nt", 2, 0)])
 @pytest.mark.parametrize("plan", [{"split_k": 2}, {"split_k": 3, "cluster_reduce": 0}, {"batch": 3}])
 def test_gpu_s11_row_groups_split_and_batched(row_groups_gpu, capsys, layout, pad_a, pad_b, plan):
     """Split-K (slices added in a cluster, and through the workspace: only the last slice has the K
@@ -371,7 +436,8 @@ def test_gpu_s11_row_groups_split_and_batched(row_groups_gpu, capsys, layout, pa
 
 @pytest.mark.gpu
 def test_gpu_auto_takes_row_groups_instead_of_a_copy(row_groups_gpu, capsys):
-    """stage="auto" on a problem whose B rows are 1001 floats: s11 on row groups, no repack."""
+    """stage="auto" on a problem whose B rows are 1001 floats: s11 on row groups, no repack; and on
+    3333x1111x2222 nn (A's rows of 2222 floats, G 2; B's of 1111, G 4), repacked today."""
     import torch
 
     import gemmlab
@@ -385,4 +451,11 @@ def test_gpu_auto_takes_row_groups_instead_of_a_copy(row_groups_gpu, capsys):
     err = capsys.readouterr().err
     assert "-> s11 " in err and "b_row_group" in err, err
     assert not dispatch.choose(_problem_of(a, b, out), out.device.index or 0).repack
+    _check_elementwise(out, a, b)
+    a, b = _operands("nn", 3333, 1111, 2222, 0, 0, 1)
+    a, b = a[0], b[0]
+    out = gemmlab.matmul(a, b)
+    torch.cuda.synchronize()
+    err = capsys.readouterr().err
+    assert "-> s11 " in err and "a_row_group': 2" in err and "b_row_group': 4" in err, err
     _check_elementwise(out, a, b)

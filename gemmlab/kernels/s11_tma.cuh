@@ -17,10 +17,10 @@
 //     into a [k][n] tile of its own (copy/smem_transpose.cuh) and the core reads that as it reads
 //     an N-major B, whose fragments keep clear of register-bank conflicts; the warps of one tile
 //     column each make their own copy, so no barrier joins warps (a __syncwarp orders the lanes).
-//   - A_ROW_GROUP / B_ROW_GROUP (2 or 4; [k][x] tiles: A M-major, B N-major): an operand whose k rows
-//     are not 16-byte aligned is read by TMA as row groups (copy/row_groups.cuh): G boxes a stage,
-//     the tile's k rows in row-group order (the core reads them through k_slot), and the problem's
-//     last K % G rows written by the consumers in its last K tile.
+//   - A_ROW_GROUP / B_ROW_GROUP (2 or 4; A in any layout, B N-major): an operand whose rows are not
+//     16-byte aligned is read by TMA as row groups (copy/row_groups.cuh): G boxes a stage, the tile's
+//     rows in row-group order (rows of k: the core reads them through k_slot; A's rows of m: the
+//     epilogue stores them through out_m), and what the boxes cannot bring written by the consumers.
 // The tensor maps are built on the host (stages/tensor_map.py) and passed as
 // `const __grid_constant__` parameters. They are 3-D (inner, outer, batch); batch_mask bit 0/1
 // says whether A/B have a batch dimension (else every batch reads batch 0: broadcast).
@@ -59,7 +59,9 @@ struct S11Tma {
                               B_ROW_GROUP_>;
     // Row groups ([k][x] tiles only: the core's static_asserts say so).
     static constexpr bool ROW_GROUPS = A_ROW_GROUP_ > 1 || B_ROW_GROUP_ > 1;
-    using AGroups = RowGroups<(A_ROW_GROUP_ > 1 ? A_ROW_GROUP_ : 2), BLOCK_K_, BLOCK_M_, Core::A_LD>;
+    // A's rows: k (M-major, [k][m] tiles) or m (K-major, [m][k] tiles of block_k floats a row)
+    using AGroups = RowGroups<(A_ROW_GROUP_ > 1 ? A_ROW_GROUP_ : 2), A_K_MAJOR_ ? BLOCK_M_ : BLOCK_K_,
+                              A_K_MAJOR_ ? BLOCK_K_ : BLOCK_M_, A_K_MAJOR_ ? BLOCK_K_ : Core::A_LD>;
     using BGroups = RowGroups<(B_ROW_GROUP_ > 1 ? B_ROW_GROUP_ : 2), BLOCK_K_, BLOCK_N_, Core::B_LD>;
     using Transpose = WarpTransposeXK<Core, WARP_N_, BLOCK_N_>;
     static constexpr int BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_, BLOCK_K = BLOCK_K_;
@@ -157,7 +159,9 @@ struct S11Tma {
             async::mbarrier_arrive_expect_tx(bar, TX_BYTES);
             const unsigned a_dst = a_stages + stage * A_STAGE_BYTES;
             const unsigned b_dst = b_stages + stage * B_STAGE_BYTES;
-            if constexpr (A_K_MAJOR_) {
+            if constexpr (A_K_MAJOR_ && A_ROW_GROUP_ > 1) {  // G boxes [BLOCK_M/G][BLOCK_K] (swizzled)
+                AGroups::load(a_dst, &a_map, bar, k0, m0, static_cast<int>(args.a_row_stride), a_batch);
+            } else if constexpr (A_K_MAJOR_) {
                 async::tma_load_3d(a_dst, &a_map, bar, k0, m0, a_batch);  // box [BLOCK_M][BLOCK_K] (swizzled)
             } else if constexpr (A_ROW_GROUP_ > 1) {  // G boxes [BLOCK_K/G][BLOCK_M]
                 AGroups::load(a_dst, &a_map, bar, m0, k0, static_cast<int>(args.a_col_stride), a_batch);
@@ -242,27 +246,46 @@ struct S11Tma {
             if constexpr (CONSUMER_SYNC_) async::named_barrier_sync(1, CONSUMERS);
             async::mbarrier_wait(full_bar(stage), phase);
             if constexpr (ROW_GROUPS) {
-                // The problem's last K % G rows (zeros from TMA) in its last K tile, written by the
-                // consumers, who then meet (barrier 1) before any of them reads the tile.
-                const int a_tail = A_ROW_GROUP_ > 1 ? static_cast<int>((args.k_begin + args.K) % A_ROW_GROUP_) : 0;
-                const int b_tail = B_ROW_GROUP_ > 1 ? static_cast<int>((args.k_begin + args.K) % B_ROW_GROUP_) : 0;
-                if (t == num_tiles - 1 && (a_tail || b_tail)) {
-                    // (opaque: what the fill reads is worked out here, in the last tile, not hoisted
-                    // out of the K loop and kept live through it)
-                    const int k_last = static_cast<int>(args.K) - t * BLOCK_K;  // k's of this tile
-                    if constexpr (A_ROW_GROUP_ > 1) {
-                        const int64 ld = opaque(args.a_col_stride);
-                        AGroups::fill_tail(const_cast<float*>(a_tiles) + stage * (A_STAGE_BYTES / 4),
-                                           args.A + opaque(row0 + static_cast<int64>(t) * BLOCK_K * ld), ld,
-                                           k_last - a_tail, a_tail, opaque(args.M - row0),
-                                           static_cast<int>(threadIdx.x), CONSUMERS);
+                // What the boxes cannot bring, written by the consumers, who then meet (barrier 1)
+                // before any of them reads the tile. Rows of k: the problem's last K % G rows (zeros
+                // from TMA), in its last K tile. A's rows of m: the floats past K (the next row's) zeroed
+                // in the problem's last K tile, and the last M % G rows in every K tile of the block
+                // that holds them. (opaque: what they read is worked out here, not hoisted out of the
+                // K loop and kept live through it.)
+                const int k_end = static_cast<int>((args.k_begin + args.K) % 4);
+                const int k_len = static_cast<int>(args.K) - t * BLOCK_K;  // the tile's k's, BLOCK_K or fewer
+                const bool last = t == num_tiles - 1;
+                const int a_k_tail = A_ROW_GROUP_ > 1 && !A_K_MAJOR_ ? k_end % A_ROW_GROUP_ : 0;
+                const int b_tail = B_ROW_GROUP_ > 1 ? k_end % B_ROW_GROUP_ : 0;
+                const bool a_mask = A_ROW_GROUP_ > 1 && A_K_MAJOR_ && last && k_len < BLOCK_K;
+                const int64 a_m_full = A_ROW_GROUP_ > 1 && A_K_MAJOR_ ? args.M / A_ROW_GROUP_ * A_ROW_GROUP_ : 0;
+                const bool a_m_tail = A_ROW_GROUP_ > 1 && A_K_MAJOR_ && a_m_full < args.M && a_m_full < row0 + BLOCK_M;
+                if ((last && (a_k_tail || b_tail)) || a_mask || a_m_tail) {
+                    const int thread = static_cast<int>(threadIdx.x);
+                    float* a_tile = const_cast<float*>(a_tiles) + stage * (A_STAGE_BYTES / 4);
+                    if constexpr (A_ROW_GROUP_ > 1 && A_K_MAJOR_) {
+                        auto chunk = [](int r, int c) { return Core::A_ROWS_SWIZZLED ? Core::swizzle_chunk(r, c) : c; };
+                        if (a_mask) AGroups::mask_k(a_tile, k_len, chunk, thread, CONSUMERS);
+                        if (a_m_tail) {
+                            const int64 ld = opaque(args.a_row_stride);
+                            AGroups::fill_m_tail(a_tile, args.A + opaque(row0 * ld + static_cast<int64>(t) * BLOCK_K), ld,
+                                                 static_cast<int>(a_m_full - row0), static_cast<int>(args.M - a_m_full),
+                                                 k_len, chunk, thread, CONSUMERS);
+                        }
+                    } else if constexpr (A_ROW_GROUP_ > 1) {
+                        if (last && a_k_tail) {
+                            const int64 ld = opaque(args.a_col_stride);
+                            AGroups::fill_k_tail(a_tile, args.A + opaque(row0 + static_cast<int64>(t) * BLOCK_K * ld), ld,
+                                                 k_len - a_k_tail, a_k_tail, opaque(args.M - row0), thread, CONSUMERS);
+                        }
                     }
                     if constexpr (B_ROW_GROUP_ > 1) {
-                        const int64 ld = opaque(args.b_row_stride);
-                        BGroups::fill_tail(const_cast<float*>(b_tiles) + stage * (B_STAGE_BYTES / 4),
-                                           args.B + opaque(col0 + static_cast<int64>(t) * BLOCK_K * ld), ld,
-                                           k_last - b_tail, b_tail, opaque(args.N - col0),
-                                           static_cast<int>(threadIdx.x), CONSUMERS);
+                        if (last && b_tail) {
+                            const int64 ld = opaque(args.b_row_stride);
+                            BGroups::fill_k_tail(const_cast<float*>(b_tiles) + stage * (B_STAGE_BYTES / 4),
+                                                 args.B + opaque(col0 + static_cast<int64>(t) * BLOCK_K * ld), ld,
+                                                 k_len - b_tail, b_tail, opaque(args.N - col0), thread, CONSUMERS);
+                        }
                     }
                     async::named_barrier_sync(1, CONSUMERS);
                 }

@@ -31,10 +31,10 @@ def _round_1k(n: int) -> int:
 
 
 # An experiment (2026-12-06, eighteenth session; CPU-built, not yet run on a GPU): an operand whose
-# rows are k ([k][x]: A column-major, B row-major) with a k-row stride that is not a multiple of 16
-# bytes goes to TMA as row groups (kernels/copy/row_groups.cuh, Problem's Operand.row_group) instead
-# of a repack copy or s10's 4-byte copies. heuristics/choice.py (tma_ready) then counts such a
-# problem as aligned. Off: the runtime as before.
+# row stride is not a multiple of 16 bytes (A in either majorness, B row-major) goes to TMA as row
+# groups (kernels/copy/row_groups.cuh, Problem's Operand.row_group) instead of a repack copy or s10's
+# 4-byte copies. heuristics/choice.py (tma_ready) then counts such a problem as aligned. Off: the
+# runtime as before.
 ROW_GROUPS = False
 
 
@@ -46,7 +46,8 @@ def row_groups(problem: Problem) -> tuple[int, int]:
     out = []
     for which in ("a", "b"):
         op = problem.operand(which)
-        out.append(op.row_group if not op.k_major and not op.vec_aligned and op.row_group > 1 else 1)
+        built = which == "a" or not op.k_major  # a K-major B's rows of n: not built
+        out.append(op.row_group if built and not op.vec_aligned and op.row_group > 1 else 1)
     return out[0], out[1]
 
 
@@ -79,9 +80,9 @@ def operand_maps(cfg, problem: Problem) -> dict:
         if outer == 1:
             outer_stride = -(-inner // 4) * 4
         g = groups[which]
-        if g > 1:  # rows k, inner x: outer = K
+        if g > 1:  # rows of k or (A K-major) of m: box[1] rows, G boxes of box[1] // G
             inner, outer, outer_stride = (g - 1) * outer_stride + inner, outer // g, g * outer_stride
-            box = (1, bk // g, box[2])
+            box = (1, box[1] // g, box[2])
         batched = p.batch > 1 and bs != 0
         extent = outer * outer_stride
         batch_stride = bs if batched else -(-extent // 4) * 4
@@ -104,6 +105,9 @@ def tma_problems(cfg, problem: Problem) -> list[str]:
         out.append(f"{p.batch} batches (the batch index is blockIdx.z, at most 65535)")
     if p.splits > 1 and p.k_split % cfg["block_k"]:
         out.append(f"split-K slices of {p.k_split} are not whole K tiles of {cfg['block_k']}")
+    ga = row_groups(p)[0]
+    if ga > 1 and p.a_k_major and cfg["block_m"] % (8 * ga):
+        out.append(f"A's rows in groups of {ga} need block_m a multiple of {8 * ga} (whole swizzle periods a box)")
     if out:
         return out
     maps = operand_maps(cfg, p)
@@ -176,10 +180,12 @@ class Tma(CpAsync):
 
     def variants(self, cfg):
         layouts = [{"a_k_major": a, "b_n_major": b} for a in (1, 0) for b in (1, 0)]
-        # row groups (ROW_GROUPS): B of nn in groups of 4, A and B of tn in 4 and 2, A of tt in 2
-        groups = [{"a_k_major": 1, "b_n_major": 1, "b_row_group": 4},
+        # row groups (ROW_GROUPS): A and B of nn in 2 and 4, A and B of tn in 4 and 2, A of tt in 2,
+        # A of nt in 4
+        groups = [{"a_k_major": 1, "b_n_major": 1, "a_row_group": 2, "b_row_group": 4},
                   {"a_k_major": 0, "b_n_major": 1, "a_row_group": 4, "b_row_group": 2},
-                  {"a_k_major": 0, "b_n_major": 0, "a_row_group": 2}]
+                  {"a_k_major": 0, "b_n_major": 0, "a_row_group": 2},
+                  {"a_k_major": 1, "b_n_major": 0, "a_row_group": 4}]
         return layouts + [{**v, "stream_k": 1} for v in layouts if v["b_n_major"]] + groups
 
     def variant(self, cfg, problem):

@@ -1,52 +1,90 @@
-// gemmlab/kernels/copy/row_groups.cuh — TMA row groups: a [k][x] operand tile (A M-major, B
-// N-major) whose k rows are not 16-byte aligned (ld % 4 != 0), loaded by TMA all the same
-// (s11's A_ROW_GROUP / B_ROW_GROUP; docs/stages/s10-s11.md "row groups", scripts/row_group_model.py).
+// gemmlab/kernels/copy/row_groups.cuh — TMA row groups: an operand tile whose rows are not 16-byte
+// aligned (ld % 4 != 0), loaded by TMA all the same (s11's A_ROW_GROUP / B_ROW_GROUP;
+// docs/stages/s10-s11.md "row groups", scripts/row_group_model.py).
 //
 // G = 4 / gcd(ld, 4) consecutive rows span a multiple of 16 bytes, so the host describes the
-// operand as a tensor of row groups: dim 0 a group's rows end to end ((G-1)*ld + x floats: it ends
-// at the last row's last element, so nothing past the operand is read), dim 1 the groups (stride
-// G*ld floats, 16-byte aligned), dim 2 the batch. One stage's tile is G boxes of BLOCK_K/G groups:
-// box j starts at dim-0 coordinate j*ld + x0 and brings k rows j, j+G, j+2G, ... into shared rows
-// j*(BLOCK_K/G) .. (WarpTileCore::k_slot is the inverse).
-//   - Past x's edge, a box j < G-1 reads row k+1's first floats (or a strided view's padding): it
-//     feeds only outputs that are never stored. Past dim 0's end TMA writes zeros.
-//   - The last K % G rows lie in no whole group: TMA writes zeros there and fill_tail writes them
-//     from global memory, in the last K tile of the problem (every block, once).
+// operand as a tensor of row groups: dim 0 a group's rows end to end ((G-1)*ld + inner floats: it
+// ends at the last row's last element, so nothing past the operand is read), dim 1 the groups
+// (stride G*ld floats, 16-byte aligned), dim 2 the batch. A stage's tile of OUTER rows is G boxes of
+// OUTER/G groups: box j starts at dim-0 coordinate j*ld + inner0 and brings rows j, j+G, j+2G, ...
+// into shared rows j*(OUTER/G) .. (slot() is the inverse). Past dim 0's end TMA writes zeros.
+// Two kinds of operand tile:
+//   - rows of k ([k][x]: A M-major, B N-major; OUTER = block_k): the core reads its k through
+//     WarpTileCore::k_slot. Past x's edge a box j < G-1 reads row k+1's first floats (or a strided
+//     view's padding): they feed only outputs that are never stored. The problem's last K % G rows
+//     lie in no whole group (TMA writes zeros there): fill_k_tail writes them in its last K tile.
+//   - rows of m ([m][k]: A K-major; OUTER = block_m, rows swizzled as TMA lands them): the epilogue
+//     stores the thread's rows where they belong (WarpTileCore::out_m). Past K a box j < G-1 reads
+//     the next row's first floats, which would meet B's zeros there (Inf or NaN times 0):
+//     mask_k zeroes columns from K on in the problem's last K tile. The last M % G rows lie in no
+//     whole group: fill_m_tail writes them, in every K tile of the block that holds them.
 #pragma once
 #include "common.cuh"
 #include "ptx/tma.cuh"
 
 namespace gemmlab {
 
-template <int G, int BLOCK_K, int WIDTH, int LD>
+template <int G, int OUTER, int WIDTH, int LD>
 struct RowGroups {
     static_assert(G == 2 || G == 4, "a row group is 2 or 4 rows");
-    static_assert(BLOCK_K % G == 0, "a K tile is whole row groups");
-    static constexpr int ROWS = BLOCK_K / G;  // groups (rows) of one box
+    static_assert(OUTER % G == 0, "a tile is whole row groups");
+    static constexpr int ROWS = OUTER / G;  // groups (rows) of one box
     static constexpr unsigned BOX_BYTES = ROWS * LD * 4;
     static_assert(BOX_BYTES % 128 == 0, "each box lands 128-byte aligned in shared memory");
 
-    // The tile's G boxes into dst, completing on bar: x0 the tile's first x, k0 its first k (a
-    // multiple of G: K tiles and split-K slices are), ld the operand's k-row stride in floats.
-    static __device__ __forceinline__ void load(unsigned dst, const async::TmaDescriptor* map, unsigned bar, int x0,
-                                                int k0, int ld, int batch) {
+    // The shared row of tile row r (the inverse of the copy's order: box j's row i is r = i*G + j).
+    static __device__ __forceinline__ constexpr int slot(int r) { return (r % G) * ROWS + r / G; }
+
+    // The tile's G boxes into dst, completing on bar: inner0 the tile's first column (x for rows
+    // of k, k for rows of m), outer0 its first row (a multiple of G), ld the operand's row stride.
+    static __device__ __forceinline__ void load(unsigned dst, const async::TmaDescriptor* map, unsigned bar,
+                                                int inner0, int outer0, int ld, int batch) {
 #pragma unroll
-        for (int j = 0; j < G; ++j) async::tma_load_3d(dst + j * BOX_BYTES, map, bar, j * ld + x0, k0 / G, batch);
+        for (int j = 0; j < G; ++j)
+            async::tma_load_3d(dst + j * BOX_BYTES, map, bar, j * ld + inner0, outer0 / G, batch);
     }
 
-    // The rows k_end - k_end % G .. k_end - 1 of the tile that holds them (TMA left zeros there),
-    // from src (the operand at the tile's first k: element (k, x) at src + k * ld + x, x < x_len);
-    // k_tail: that first row's k within the tile. Threads 0 .. threads-1 share the work; the
-    // caller joins them at a barrier before the tile is read.
-    static __device__ __forceinline__ void fill_tail(float* tile, const float* __restrict__ src, int64 ld, int k_tail,
-                                                     int tail, int64 x_len, int thread, int threads) {
+    // Rows of k: the rows k_tail .. k_tail + tail - 1 of the tile (the problem's last K % G rows;
+    // TMA left zeros there) from src (the operand at the tile's first k: element (k, x) at
+    // src + k * ld + x, x < x_len). Threads 0 .. threads-1 share the work; the caller joins them at
+    // a barrier before the tile is read.
+    static __device__ __forceinline__ void fill_k_tail(float* tile, const float* __restrict__ src, int64 ld,
+                                                       int k_tail, int tail, int64 x_len, int thread, int threads) {
         for (int i = thread; i < tail * WIDTH; i += threads) {
             const int r = i / WIDTH, x = i % WIDTH;
             const int k = k_tail + r;
-            const int row = (k % G) * ROWS + k / G;
-            tile[row * LD + x] = x < x_len ? src[static_cast<int64>(k) * ld + x] : 0.0f;
+            tile[slot(k) * LD + x] = x < x_len ? src[static_cast<int64>(k) * ld + x] : 0.0f;
         }
         // A later copy into this buffer (the next segment under stream-K) comes after these writes.
+        async::fence_proxy_async_shared();
+    }
+
+    // Rows of m (WIDTH = LD = block_k floats a row; chunk(s, c): where 16-byte chunk c of shared
+    // row s lies, the TMA swizzle): zero columns k_len .. WIDTH-1 of every row, the next rows'
+    // floats past K (the problem's last K tile).
+    template <class Chunk>
+    static __device__ __forceinline__ void mask_k(float* tile, int k_len, Chunk chunk, int thread, int threads) {
+        const int cols = WIDTH - k_len;
+        for (int i = thread; i < OUTER * cols; i += threads) {
+            const int s = i / cols, k = k_len + i % cols;
+            tile[s * LD + chunk(s, k / 4) * 4 + k % 4] = 0.0f;
+        }
+        async::fence_proxy_async_shared();
+    }
+
+    // Rows of m: the tile rows m_tail .. m_tail + tail - 1 (the problem's last M % G rows; TMA left
+    // zeros there), columns 0 .. min(k_len, WIDTH) - 1 (mask_k owns the rest), from src (the
+    // operand at the tile's first row and k: element (m, k) at src + m * ld + k).
+    template <class Chunk>
+    static __device__ __forceinline__ void fill_m_tail(float* tile, const float* __restrict__ src, int64 ld,
+                                                       int m_tail, int tail, int k_len, Chunk chunk, int thread,
+                                                       int threads) {
+        const int cols = k_len < WIDTH ? k_len : WIDTH;
+        for (int i = thread; i < tail * cols; i += threads) {
+            const int m = m_tail + i / cols, k = i % cols;
+            const int s = slot(m);
+            tile[s * LD + chunk(s, k / 4) * 4 + k % 4] = src[static_cast<int64>(m) * ld + k];
+        }
         async::fence_proxy_async_shared();
     }
 };

@@ -31,10 +31,14 @@ struct ClusterReduce {
     template <class Core, int TM, int TN>
     static __device__ __forceinline__ void write_partial(const Core& core, const float (&acc)[TM][TN], float* tile) {
         float* first;
-        asm volatile("mov.b64 %0, %1;\n" : "=l"(first) : "l"(tile + core.m_base * LD + core.n_base));
+        if constexpr (Core::M_GROUPED) {  // rows in group order: each at the tile row it holds
+            asm volatile("mov.b64 %0, %1;\n" : "=l"(first) : "l"(tile + core.n_base));
+        } else {
+            asm volatile("mov.b64 %0, %1;\n" : "=l"(first) : "l"(tile + core.m_base * LD + core.n_base));
+        }
 #pragma unroll
         for (int i = 0; i < TM; ++i) {
-            float* row = first + Core::row_of(i) * LD;
+            float* row = first + (Core::M_GROUPED ? core.out_m(i) : Core::row_of(i)) * LD;
             if constexpr (Core::COLS_IN_FOURS) {
 #pragma unroll
                 for (int j = 0; j < TN; j += 4)

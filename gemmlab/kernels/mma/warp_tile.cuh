@@ -48,10 +48,12 @@ namespace gemmlab {
 // registers for the caller, which may cross its barrier and load the next tile's first k before
 // that k's FFMAs (s10's FRAG_CARRY: runs of a tile's k's but its last, or of CARRY_CHUNK k's).
 //
-// A_ROW_GROUP / B_ROW_GROUP (1: none; 2 or 4, [k][x] tiles only: A M-major, B N-major): the tile's
-// k rows lie in shared memory in row-group order (s11's TMA row groups for rows that are not 16-byte
-// aligned, docs/stages/s10-s11.md): box j of G brought k = j, j+G, j+2G, ..., so k sits in smem row
-// k_slot<G>(k). In the unrolled loop the row is an affine function of the group: no instruction more.
+// A_ROW_GROUP / B_ROW_GROUP (1: none; 2 or 4): the tile's rows lie in shared memory in row-group
+// order (s11's TMA row groups for rows that are not 16-byte aligned, copy/row_groups.cuh): box j of
+// G brought rows j, j+G, j+2G, ... Rows of k ([k][x] tiles: A M-major, B N-major): k sits in smem
+// row k_slot<G>(k), in the unrolled loop an affine function of the group (no instruction more).
+// Rows of m (A K-major): smem row s holds tile row out_m = (s % (BLOCK_M/G))*G + s / (BLOCK_M/G),
+// where the epilogue stores it.
 template <int BLOCK_M, int BLOCK_N, int BLOCK_K, int WARP_M, int WARP_N, int K_UNROLL, bool A_SWIZZLE,
           bool A_K_MAJOR, bool B_N_MAJOR, int FFMA_ROTATE = 0, bool B_SCALAR = false, int A_LD_ = 0, int B_LD_ = 0,
           bool FRAG_PREFETCH = false, int A_ROW_GROUP = 1, int B_ROW_GROUP = 1>
@@ -87,8 +89,10 @@ struct WarpTileCore {
     static_assert((A_ROW_GROUP == 1 || A_ROW_GROUP == 2 || A_ROW_GROUP == 4) &&
                       (B_ROW_GROUP == 1 || B_ROW_GROUP == 2 || B_ROW_GROUP == 4),
                   "a row group is 1 (none), 2 or 4 rows");
-    static_assert((A_ROW_GROUP == 1 || !A_K_MAJOR) && (B_ROW_GROUP == 1 || B_N_MAJOR),
-                  "row groups reorder k rows: [k][x] tiles only (A M-major, B N-major)");
+    static_assert(B_ROW_GROUP == 1 || B_N_MAJOR, "B's row groups: rows of k only (B N-major)");
+    // (SHIFTED_M, s10's edge blocks moved inside A, never meets row groups, which are s11's)
+    static_assert(A_ROW_GROUP == 1 || !A_K_MAJOR || BLOCK_M % (8 * A_ROW_GROUP) == 0,
+                  "A's rows of m in groups: each box whole periods of the 8-row swizzle");
 
     // The shared-memory row of k in a [k][x] tile whose rows came in row groups of G (the inverse
     // of the copy's order: box j's row i is k = i*G + j, stored at j*(BLOCK_K/G) + i).
@@ -127,6 +131,20 @@ struct WarpTileCore {
     }
     static __device__ __forceinline__ int col_of(int j) {
         return B_N_MAJOR ? (j / 4) * (LANES_N * 4) + j % 4 : j * LANES_N;
+    }
+    static constexpr bool M_GROUPED = A_K_MAJOR && A_ROW_GROUP > 1;  // smem rows of m in group order
+
+    // The tile row (from the block's first) of the thread's row i: its smem row, or with M_GROUPED
+    // the row the group order put there.
+    __device__ __forceinline__ int out_m(int i) const {
+        const int s = m_base + row_of(i);
+        return M_GROUPED ? (s % (BLOCK_M / A_ROW_GROUP)) * A_ROW_GROUP + s / (BLOCK_M / A_ROW_GROUP) : s;
+    }
+    // D's row of the thread's row i in the tile at row0 (without M_GROUPED summed as it always was,
+    // so that the other kernels' code does not change).
+    __device__ __forceinline__ int64 out_row(int64 row0, int i) const {
+        if constexpr (M_GROUPED) return row0 + out_m(i);
+        return row0 + m_base + row_of(i);
     }
 
     int m_base;     // first row of this thread in the block tile
@@ -330,15 +348,15 @@ struct WarpTileCore {
                                                  const float (&acc)[THREAD_M][THREAD_N], bool d_aligned) const {
         const bool same_rows = c.rs == 0;
         const int m_lo = skipped<BLOCK_M>(row0), n_lo = skipped<BLOCK_N>(col0);
-        const int64 first = row0 + m_base + row_of(0);
-        if (first >= args.M) return;  // rows increase with i: none of the thread's rows is in D
+        const int64 first = out_row(row0, 0);
+        if (!M_GROUPED && first >= args.M) return;  // rows increase with i: none of the thread's rows is in D
         float cur[THREAD_N], next[THREAD_N];
         load_c_row(args, c, same_rows ? 0 : first, col0, cur);
 #pragma unroll
         for (int i = 0; i < THREAD_M; ++i) {
-            const int64 row = row0 + m_base + row_of(i);
+            const int64 row = out_row(row0, i);
             if (i + 1 < THREAD_M && !same_rows) {
-                const int64 nrow = row0 + m_base + row_of(i + 1);
+                const int64 nrow = out_row(row0, i + 1);
                 if (nrow < args.M) load_c_row(args, c, nrow, col0, next);
             }
             if (row < args.M && (!SHIFTED_M || m_base + row_of(i) >= m_lo)) {
@@ -384,7 +402,7 @@ struct WarpTileCore {
         const int m_lo = skipped<BLOCK_M>(row0), n_lo = skipped<BLOCK_N>(col0);
 #pragma unroll
         for (int i = 0; i < THREAD_M; ++i) {
-            const int64 row = row0 + m_base + row_of(i);
+            const int64 row = out_row(row0, i);
             if (row >= args.M || (SHIFTED_M && m_base + row_of(i) < m_lo)) continue;
             if constexpr (B_N_MAJOR) {
 #pragma unroll
