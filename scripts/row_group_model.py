@@ -1,5 +1,6 @@
-"""Unaligned rows on TMA without a copy: the row-group view, modelled on the CPU (a design for s11;
-no kernel uses it yet; docs/stages/s10-s11.md, "Rows that are not 16-byte aligned on TMA").
+"""Unaligned rows on TMA without a copy: the row-group view, modelled on the CPU (s11 builds it behind
+s11_tma.ROW_GROUPS, kernels/copy/row_groups.cuh; docs/stages/s10-s11.md, "Rows that are not 16-byte
+aligned on TMA"; tests/test_row_groups.py checks the kernel's index maths through this model).
 
 TMA needs a 16-byte aligned base and strides that are multiples of 16 bytes. A row-major operand
 whose leading dimension ``ld`` is not a multiple of 4 floats fails the second: today it is either

@@ -1,6 +1,8 @@
-"""The row-group view of unaligned rows on TMA (scripts/row_group_model.py: a design for s11, CPU
-only): every tile equals the operand's own floats, with the padding poisoned; each of the three
-things the view leaves to the kernel (the dim-0 end, the column mask, the tail rows) is needed."""
+"""The row-group view of unaligned rows on TMA (scripts/row_group_model.py): every tile equals the
+operand's own floats, with the padding poisoned; each of the three things the view leaves to the
+kernel (the dim-0 end, the column mask, the tail rows) is needed. Then s11's row groups
+(s11_tma.ROW_GROUPS): the problem's rule, the host's maps and the kernel's index maths through the
+model, and on the GPU against float64."""
 from __future__ import annotations
 
 import dataclasses
