@@ -99,25 +99,17 @@ def row_groups_on(monkeypatch):
     monkeypatch.setattr(s11_tma.tensor_map, "available", lambda: True)
 
 
+def _padded(rows, cols, row_major, pad):
+    """(row stride, column stride, floats) of a rows x cols matrix whose leading dimension is padded."""
+    ld = (cols if row_major else rows) + pad
+    return (ld, 1, rows * ld) if row_major else (1, ld, cols * ld)
+
+
 def strided(M, N, K, layout, lda_pad=0, ldb_pad=0, batch=1, a_bs=None, b_bs=None, a_off=0):
     """A problem whose operands have leading dimensions padded by ``lda_pad`` / ``ldb_pad`` floats
     (A: M x K, 'n' row-major, 't' column-major; B likewise)."""
-    if layout[0] == "n":
-        lda = K + lda_pad
-        a_rs, a_cs = lda, 1
-        a_extent = M * lda
-    else:
-        lda = M + lda_pad
-        a_rs, a_cs = 1, lda
-        a_extent = K * lda
-    if layout[1] == "n":
-        ldb = N + ldb_pad
-        b_rs, b_cs = ldb, 1
-        b_extent = K * ldb
-    else:
-        ldb = K + ldb_pad
-        b_rs, b_cs = 1, ldb
-        b_extent = N * ldb
+    a_rs, a_cs, a_extent = _padded(M, K, layout[0] == "n", lda_pad)
+    b_rs, b_cs, b_extent = _padded(K, N, layout[1] == "n", ldb_pad)
     return Problem(M, N, K, a_rs, a_cs, b_rs, b_cs, -(-N // 4) * 4, batch=batch,
                    a_bs=(a_extent if a_bs is None else a_bs) if batch > 1 else 0,
                    b_bs=(b_extent if b_bs is None else b_bs) if batch > 1 else 0,
