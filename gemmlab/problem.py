@@ -391,14 +391,12 @@ class Problem:
     def operands_tma_ready(self, row_groups: bool) -> bool:
         """TMA (s11) can read both operands as they are: :meth:`operands_aligned`, or with
         ``row_groups`` (s11_tma.ROW_GROUPS) also where an unaligned operand's rows go in row groups
-        (:attr:`Operand.row_group` > 1): A in either majorness, B row-major (rows of k; a K-major
-        B's rows of n are not built)."""
+        (:attr:`Operand.row_group` > 1)."""
         if self.operands_aligned():
             return True
         if not row_groups:
             return False
-        a, b = self.operand("a"), self.operand("b")
-        return (a.vec_aligned or a.row_group > 1) and (b.vec_aligned or (not b.k_major and b.row_group > 1))
+        return all(op.vec_aligned or op.row_group > 1 for op in (self.operand("a"), self.operand("b")))
 
     def aligned(self, floats: int = 4) -> bool:
         """The strict rule of the s07-s09 float4 paths: every A, B and D row start is aligned to

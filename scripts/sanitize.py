@@ -25,10 +25,10 @@ if "--row-groups" in args:
 
     s11_tma.ROW_GROUPS = True
     args.remove("--row-groups")
-    # rows padded to ld = inner + 1 (G 4) or + 2 (G 2), K and M tails: A (rows of m) and B of nn, A and B
-    # of tn, A of tt, A (rows of m) of nt; K-major B's rows stay 16-byte aligned
-    for (M, N, K, layout, pa, pb) in ((129, 257, 67, "nn", 0, 1), (200, 135, 71, "tn", 3, 1), (131, 64, 66, "tt", 1, 2),
-                                      (70, 96, 45, "nt", 0, 3)):
+    # rows padded to ld = inner + 1 (G 4) or + 2 (G 2), K, M and N tails: both operands of every layout
+    # (rows of k, m and n)
+    for (M, N, K, layout, pa, pb) in ((129, 257, 67, "nn", 0, 1), (200, 135, 71, "tn", 3, 1), (131, 66, 66, "tt", 1, 1),
+                                      (70, 98, 45, "nt", 0, 0)):
         a_ld = M + pa if layout[0] == "t" else K + pa
         b_ld = N + pb if layout[1] == "n" else K + pb
         a = (torch.rand(K, a_ld, device="cuda")[:, :M].t() if layout[0] == "t"

@@ -147,8 +147,9 @@ def test_tma_ready_counts_row_groups_only_when_on(monkeypatch):
     assert heuristics.tma_ready(p) and s11_tma.row_groups(p) == (1, 4)
     assert heuristics.tma_ready(strided(300, 37, 63, "nn"))               # A rows of 63 floats: G 4
     assert s11_tma.row_groups(strided(300, 37, 63, "nn")) == (4, 4)
-    assert not heuristics.tma_ready(strided(300, 37, 64, "nt", ldb_pad=1))  # B K-major ld 65: not built
-    assert heuristics.tma_ready(strided(300, 37, 63, "nt", ldb_pad=1))      # A G 4 beside B's aligned ld 64
+    assert heuristics.tma_ready(strided(300, 37, 64, "nt", ldb_pad=1))      # B K-major, rows of n 65 apart: G 4
+    assert s11_tma.row_groups(strided(300, 37, 64, "nt", ldb_pad=1)) == (1, 4)
+    assert not heuristics.tma_ready(strided(300, 37, 64, "nt", a_off=1))    # A's base 4 bytes off: no view
 
 
 def test_row_grouped_problems_are_not_repacked_for_alignment(monkeypatch):
@@ -159,7 +160,8 @@ def test_row_grouped_problems_are_not_repacked_for_alignment(monkeypatch):
 
 
 @pytest.mark.parametrize("layout,lda_pad,ldb_pad", [("nn", 1, 1), ("nn", 1, 0), ("tn", 1, 2), ("tn", 2, 0),
-                                                     ("tt", 1, 1), ("nn", 0, 0), ("nt", 0, 1)])
+                                                     ("tt", 1, 1), ("nn", 0, 0), ("nt", 0, 1), ("tt", 1, 0),
+                                                     ("nt", 1, 2)])
 def test_row_groups_keep_s11_on_tma(row_groups_on, layout, lda_pad, ldb_pad):
     cfg = S11.default_config
     p = strided(129, 37, 51, layout, lda_pad, ldb_pad)
@@ -246,14 +248,20 @@ def _kernel_m_tile(flat, shape, strides, box, ld, g, m0, k0, M, K, bm, bk, mask=
     return tile
 
 
-def _m_tiles_agree(M, K, lda_pad, bm, bk, **kw):
-    cfg = S11.config({"block_m": bm, "block_n": 32, "warp_m": 16, "warp_n": 32, "block_k": bk, "k_unroll": 1})
-    p = strided(M, 64, K, "nt", lda_pad, -K % 4)
-    op = p.operand("a")
+def _m_tiles_agree(M, K, lda_pad, bm, bk, which="a", **kw):
+    """Every stage tile of a K-major operand whose rows (of m for A, of n for B: M stands for
+    either) go in groups, read back through out_m / out_n, against the operand."""
+    if which == "a":
+        cfg = S11.config({"block_m": bm, "block_n": 32, "warp_m": 16, "warp_n": 32, "block_k": bk, "k_unroll": 1})
+        p = strided(M, 64, K, "nt", lda_pad, -K % 4)
+    else:
+        cfg = S11.config({"block_m": 32, "block_n": bm, "warp_m": 16, "warp_n": 32, "block_k": bk, "k_unroll": 1})
+        p = strided(64, M, K, "nt", -K % 4, lda_pad)
+    op = p.operand(which)
     g = op.row_group
-    assert g > 1 and s11_tma.row_groups(p) == (g, 1) and not s11_tma.tma_problems(cfg, p)
-    ptr, shape, strides, box, swizzle = s11_tma.operand_maps(cfg, p)["a"]
-    assert swizzle == 4 * bk or not cfg["a_swizzle"]
+    assert g > 1 and s11_tma.row_groups(p) == ((g, 1) if which == "a" else (1, g)) and not s11_tma.tma_problems(cfg, p)
+    ptr, shape, strides, box, swizzle = s11_tma.operand_maps(cfg, p)[which]
+    assert swizzle == 4 * bk or (which == "a" and not cfg["a_swizzle"])
     ld = op.x_stride
     flat = rg.operand(M, K, ld, np.random.default_rng(M * ld))  # rows of m, K floats each, poisoned padding
     per = bm // g
@@ -269,18 +277,21 @@ def _m_tiles_agree(M, K, lda_pad, bm, bk, **kw):
     return True
 
 
+@pytest.mark.parametrize("which", ["a", "b"])
 @pytest.mark.parametrize("M,K,lda_pad,bm,bk", [(70, 45, 0, 32, 16), (67, 50, 1, 64, 32), (129, 30, 3, 32, 8),
                                               (37, 33, 2, 64, 16)])
-def test_row_grouped_rows_of_m_stored_through_out_m_are_the_operands_own(row_groups_on, M, K, lda_pad, bm, bk):
-    """A K-major on row groups: the host's map, the boxes, the K mask, the M-tail fill and the
-    epilogue's out_m give every element of A at its row (m < M, k < K) and zeros elsewhere, with
-    NaN and Inf between the rows; without the mask the next rows' floats (and the poison) leak in
-    past K, without the fill the last M % G rows read as zeros."""
-    assert _m_tiles_agree(M, K, lda_pad, bm, bk)
+def test_row_grouped_rows_of_m_or_n_stored_through_out_m_are_the_operands_own(row_groups_on, which, M, K, lda_pad,
+                                                                             bm, bk):
+    """A K-major (rows of m) or B K-major (rows of n) on row groups: the host's map, the boxes, the
+    K mask, the tail fill and the epilogue's out_m / out_n give every element of the operand at
+    its row (x < M or N, k < K) and zeros elsewhere, with NaN and Inf between the rows; without the
+    mask the next rows' floats (and the poison) leak in past K, without the fill the last rows
+    read as zeros."""
+    assert _m_tiles_agree(M, K, lda_pad, bm, bk, which)
     if K % bk:
-        assert not _m_tiles_agree(M, K, lda_pad, bm, bk, mask=False)
+        assert not _m_tiles_agree(M, K, lda_pad, bm, bk, which, mask=False)
     if M % (4 // np.gcd(K + lda_pad, 4)):
-        assert not _m_tiles_agree(M, K, lda_pad, bm, bk, fill=False)
+        assert not _m_tiles_agree(M, K, lda_pad, bm, bk, which, fill=False)
 
 
 def test_rows_of_m_in_groups_need_whole_swizzle_periods_a_box(row_groups_on):
@@ -288,6 +299,10 @@ def test_rows_of_m_in_groups_need_whole_swizzle_periods_a_box(row_groups_on):
     cfg = S11.config({"block_m": 16, "block_n": 64, "warp_m": 16, "warp_n": 32})
     assert any("block_m a multiple of 32" in m for m in s11_tma.tma_problems(cfg, p))
     assert S11.fallback(cfg, p) is not None
+    q = strided(64, 70, 45, "tt", 3, 0)  # B K-major, rows of n 45 floats apart: G 4
+    assert S11.fallback(S11.default_config, q) is None
+    turned = S11.config({"b_transpose": 1, "stages": 2})
+    assert any("not turned" in m for m in s11_tma.tma_problems(turned, q)) and S11.fallback(turned, q) is not None
 
 
 def test_without_the_tail_fill_the_last_rows_are_zeros(row_groups_on):
@@ -322,11 +337,7 @@ def _rows(rows, inner, ld, batch=1):
 
 def _operands(layout, M, N, K, pad_a, pad_b, batch):
     """A (M x K) and B (K x N) of ``layout`` ('n' row-major, 't' column-major), rows padded by
-    pad_a / pad_b floats (a K-major B's padding rounded up to keep it 16-byte aligned: its rows of n
-    do not go in groups)."""
-    def aligned(x):
-        return -(-x // 4) * 4
-
+    pad_a / pad_b floats."""
     if layout[0] == "n":
         a = _rows(M, K, K + pad_a, batch)
     else:
@@ -334,7 +345,7 @@ def _operands(layout, M, N, K, pad_a, pad_b, batch):
     if layout[1] == "n":
         b = _rows(K, N, N + pad_b, batch)
     else:
-        b = _rows(N, K, aligned(K + pad_b), batch).transpose(-1, -2)
+        b = _rows(N, K, K + pad_b, batch).transpose(-1, -2)
     return a, b
 
 
@@ -369,11 +380,12 @@ RG_CONFIGS = [{}, {"block_m": 64, "block_n": 128, "warp_m": 32, "warp_n": 64, "b
 @pytest.mark.gpu
 @pytest.mark.parametrize("config", range(len(RG_CONFIGS)))
 @pytest.mark.parametrize("layout,pad_a,pad_b", [("nn", 1, 1), ("nn", 0, 2), ("nn", 2, 0), ("tn", 1, 3), ("tn", 2, 1),
-                                                ("tn", 3, 0), ("tt", 1, 0), ("tt", 2, 1), ("nt", 0, 0), ("nt", 3, 1)])
+                                                ("tn", 3, 0), ("tt", 1, 0), ("tt", 2, 1), ("tt", 0, 0), ("nt", 0, 0), ("nt", 3, 1),
+                                                ("nt", 1, 2)])
 def test_gpu_s11_row_groups(row_groups_gpu, capsys, config, layout, pad_a, pad_b):
     """s11 on operands whose rows are not 16-byte aligned, read as row groups (G 2 and 4; A's rows
-    of k or m, B's of k), with K and M tails of every size, partial tiles at every edge, NaN and
-    Inf between rows."""
+    of k or m, B's of k or n), with K, M and N tails of every size, partial tiles at every edge,
+    NaN and Inf between rows."""
     import torch
 
     import gemmlab
@@ -403,7 +415,8 @@ def _problem_of(a, b, out):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("layout,pad_a,pad_b", [("nn", 1, 1), ("nn", 0, 0), ("tn", 1, 2), ("tt", 3, 0), ("nt", 2, 0)])
+@pytest.mark.parametrize("layout,pad_a,pad_b", [("nn", 1, 1), ("nn", 0, 0), ("tn", 1, 2), ("tt", 3, 0), ("nt", 2, 0),
+                                                ("tt", 0, 1)])
 @pytest.mark.parametrize("plan", [{"split_k": 2}, {"split_k": 3, "cluster_reduce": 0}, {"batch": 3}])
 def test_gpu_s11_row_groups_split_and_batched(row_groups_gpu, capsys, layout, pad_a, pad_b, plan):
     """Split-K (slices added in a cluster, and through the workspace: only the last slice has the K

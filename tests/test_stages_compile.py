@@ -153,11 +153,11 @@ def test_every_tuner_config_compiles_for_sm90_without_spills(cand):
 ROW_GROUP_VARIANTS = [{"a_k_major": 1, "b_n_major": 1, "b_row_group": 2},
                       {"a_k_major": 1, "b_n_major": 1, "a_row_group": 4, "b_row_group": 4},
                       {"a_k_major": 0, "b_n_major": 1, "a_row_group": 4, "b_row_group": 4},
-                      {"a_k_major": 0, "b_n_major": 0, "a_row_group": 4},
-                      {"a_k_major": 1, "b_n_major": 0, "a_row_group": 4}]
+                      {"a_k_major": 0, "b_n_major": 0, "a_row_group": 4, "b_row_group": 4},
+                      {"a_k_major": 1, "b_n_major": 0, "a_row_group": 4, "b_row_group": 4}]
 
 
-@pytest.mark.parametrize("variant", ROW_GROUP_VARIANTS, ids=["nn-b2", "nn-a4b4", "tn-a4b4", "tt-a4", "nt-a4"])
+@pytest.mark.parametrize("variant", ROW_GROUP_VARIANTS, ids=["nn-b2", "nn-a4b4", "tn-a4b4", "tt-a4b4", "nt-a4b4"])
 @pytest.mark.parametrize("cand", [c for c in _space_cases() if c.values[0].stage == "s11"])
 def test_every_s11_tuner_config_compiles_on_row_groups_without_spills(cand, variant):
     """s11 on TMA row groups (s11_tma.ROW_GROUPS; copy/row_groups.cuh): the G boxes a stage and

@@ -31,7 +31,7 @@ def _round_1k(n: int) -> int:
 
 
 # An experiment (2026-12-06, eighteenth session; CPU-built, not yet run on a GPU): an operand whose
-# row stride is not a multiple of 16 bytes (A in either majorness, B row-major) goes to TMA as row
+# row stride is not a multiple of 16 bytes (either operand, either majorness) goes to TMA as row
 # groups (kernels/copy/row_groups.cuh, Problem's Operand.row_group) instead of a repack copy or s10's
 # 4-byte copies. heuristics/choice.py (tma_ready) then counts such a problem as aligned. Off: the
 # runtime as before.
@@ -46,8 +46,7 @@ def row_groups(problem: Problem) -> tuple[int, int]:
     out = []
     for which in ("a", "b"):
         op = problem.operand(which)
-        built = which == "a" or not op.k_major  # a K-major B's rows of n: not built
-        out.append(op.row_group if built and not op.vec_aligned and op.row_group > 1 else 1)
+        out.append(op.row_group if not op.vec_aligned and op.row_group > 1 else 1)
     return out[0], out[1]
 
 
@@ -105,9 +104,13 @@ def tma_problems(cfg, problem: Problem) -> list[str]:
         out.append(f"{p.batch} batches (the batch index is blockIdx.z, at most 65535)")
     if p.splits > 1 and p.k_split % cfg["block_k"]:
         out.append(f"split-K slices of {p.k_split} are not whole K tiles of {cfg['block_k']}")
-    ga = row_groups(p)[0]
+    ga, gb = row_groups(p)
     if ga > 1 and p.a_k_major and cfg["block_m"] % (8 * ga):
         out.append(f"A's rows in groups of {ga} need block_m a multiple of {8 * ga} (whole swizzle periods a box)")
+    if gb > 1 and not p.b_n_major and cfg["block_n"] % (8 * gb):
+        out.append(f"B's rows in groups of {gb} need block_n a multiple of {8 * gb} (whole swizzle periods a box)")
+    if gb > 1 and not p.b_n_major and cfg.get("b_transpose", 0):
+        out.append("b_transpose: a K-major B's rows in groups are not turned into [k][n] tiles")
     if out:
         return out
     maps = operand_maps(cfg, p)
@@ -180,12 +183,12 @@ class Tma(CpAsync):
 
     def variants(self, cfg):
         layouts = [{"a_k_major": a, "b_n_major": b} for a in (1, 0) for b in (1, 0)]
-        # row groups (ROW_GROUPS): A and B of nn in 2 and 4, A and B of tn in 4 and 2, A of tt in 2,
-        # A of nt in 4
+        # row groups (ROW_GROUPS): A and B of nn in 2 and 4, of tn in 4 and 2, of tt in 2 and 4,
+        # of nt in 4 and 2
         groups = [{"a_k_major": 1, "b_n_major": 1, "a_row_group": 2, "b_row_group": 4},
                   {"a_k_major": 0, "b_n_major": 1, "a_row_group": 4, "b_row_group": 2},
-                  {"a_k_major": 0, "b_n_major": 0, "a_row_group": 2},
-                  {"a_k_major": 1, "b_n_major": 0, "a_row_group": 4}]
+                  {"a_k_major": 0, "b_n_major": 0, "a_row_group": 2, "b_row_group": 4},
+                  {"a_k_major": 1, "b_n_major": 0, "a_row_group": 4, "b_row_group": 2}]
         return layouts + [{**v, "stream_k": 1} for v in layouts if v["b_n_major"]] + groups
 
     def variant(self, cfg, problem):

@@ -13,11 +13,12 @@
 //     WarpTileCore::k_slot. Past x's edge a box j < G-1 reads row k+1's first floats (or a strided
 //     view's padding): they feed only outputs that are never stored. The problem's last K % G rows
 //     lie in no whole group (TMA writes zeros there): fill_k_tail writes them in its last K tile.
-//   - rows of m ([m][k]: A K-major; OUTER = block_m, rows swizzled as TMA lands them): the epilogue
-//     stores the thread's rows where they belong (WarpTileCore::out_m). Past K a box j < G-1 reads
-//     the next row's first floats, which would meet B's zeros there (Inf or NaN times 0):
-//     mask_k zeroes columns from K on in the problem's last K tile. The last M % G rows lie in no
-//     whole group: fill_m_tail writes them, in every K tile of the block that holds them.
+//   - rows of m or n ([x][k]: A or B K-major; OUTER = block_m or block_n, rows swizzled as TMA lands
+//     them): the epilogue stores the thread's rows / columns where they belong (WarpTileCore::out_m,
+//     out_n). Past K a box j < G-1 reads the next row's first floats, which would meet the other
+//     operand's zeros there (Inf or NaN times 0): mask_k zeroes columns from K on in the problem's
+//     last K tile. The last M % G (N % G) rows lie in no whole group: fill_x_tail writes them, in
+//     every K tile of the block that holds them.
 #pragma once
 #include "common.cuh"
 #include "ptx/tma.cuh"
@@ -59,7 +60,7 @@ struct RowGroups {
         async::fence_proxy_async_shared();
     }
 
-    // Rows of m (WIDTH = LD = block_k floats a row; chunk(s, c): where 16-byte chunk c of shared
+    // Rows of m or n (WIDTH = LD = block_k floats a row; chunk(s, c): where 16-byte chunk c of shared
     // row s lies, the TMA swizzle): zero columns k_len .. WIDTH-1 of every row, the next rows'
     // floats past K (the problem's last K tile).
     template <class Chunk>
@@ -72,18 +73,18 @@ struct RowGroups {
         async::fence_proxy_async_shared();
     }
 
-    // Rows of m: the tile rows m_tail .. m_tail + tail - 1 (the problem's last M % G rows; TMA left
-    // zeros there), columns 0 .. min(k_len, WIDTH) - 1 (mask_k owns the rest), from src (the
-    // operand at the tile's first row and k: element (m, k) at src + m * ld + k).
+    // Rows of m or n: the tile rows x_tail .. x_tail + tail - 1 (the problem's last M % G or N % G
+    // rows; TMA left zeros there), columns 0 .. min(k_len, WIDTH) - 1 (mask_k owns the rest), from
+    // src (the operand at the tile's first row and k: element (x, k) at src + x * ld + k).
     template <class Chunk>
-    static __device__ __forceinline__ void fill_m_tail(float* tile, const float* __restrict__ src, int64 ld,
-                                                       int m_tail, int tail, int k_len, Chunk chunk, int thread,
+    static __device__ __forceinline__ void fill_x_tail(float* tile, const float* __restrict__ src, int64 ld,
+                                                       int x_tail, int tail, int k_len, Chunk chunk, int thread,
                                                        int threads) {
         const int cols = k_len < WIDTH ? k_len : WIDTH;
         for (int i = thread; i < tail * cols; i += threads) {
-            const int m = m_tail + i / cols, k = i % cols;
-            const int s = slot(m);
-            tile[s * LD + chunk(s, k / 4) * 4 + k % 4] = src[static_cast<int64>(m) * ld + k];
+            const int x = x_tail + i / cols, k = i % cols;
+            const int s = slot(x);
+            tile[s * LD + chunk(s, k / 4) * 4 + k % 4] = src[static_cast<int64>(x) * ld + k];
         }
         async::fence_proxy_async_shared();
     }

@@ -30,9 +30,11 @@ struct ClusterReduce {
     // rows' addresses before the main loop and keep them live through it.
     template <class Core, int TM, int TN>
     static __device__ __forceinline__ void write_partial(const Core& core, const float (&acc)[TM][TN], float* tile) {
+        // Rows (columns) in group order: each at the tile row (column) it holds.
         float* first;
-        if constexpr (Core::M_GROUPED) {  // rows in group order: each at the tile row it holds
-            asm volatile("mov.b64 %0, %1;\n" : "=l"(first) : "l"(tile + core.n_base));
+        if constexpr (Core::M_GROUPED || Core::N_GROUPED) {
+            asm volatile("mov.b64 %0, %1;\n" : "=l"(first) : "l"(tile + (Core::M_GROUPED ? 0 : core.m_base * LD) +
+                                                                      (Core::N_GROUPED ? 0 : core.n_base)));
         } else {
             asm volatile("mov.b64 %0, %1;\n" : "=l"(first) : "l"(tile + core.m_base * LD + core.n_base));
         }
@@ -46,7 +48,7 @@ struct ClusterReduce {
                         make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]);
             } else {
 #pragma unroll
-                for (int j = 0; j < TN; ++j) row[Core::col_of(j)] = acc[i][j];
+                for (int j = 0; j < TN; ++j) row[Core::N_GROUPED ? core.out_n(j) : Core::col_of(j)] = acc[i][j];
             }
         }
     }

@@ -52,8 +52,8 @@ namespace gemmlab {
 // order (s11's TMA row groups for rows that are not 16-byte aligned, copy/row_groups.cuh): box j of
 // G brought rows j, j+G, j+2G, ... Rows of k ([k][x] tiles: A M-major, B N-major): k sits in smem
 // row k_slot<G>(k), in the unrolled loop an affine function of the group (no instruction more).
-// Rows of m (A K-major): smem row s holds tile row out_m = (s % (BLOCK_M/G))*G + s / (BLOCK_M/G),
-// where the epilogue stores it.
+// Rows of m (A K-major) or n (B K-major): smem row s holds tile row (s % (BLOCK/G))*G + s / (BLOCK/G),
+// where the epilogue stores it (out_m, out_n).
 template <int BLOCK_M, int BLOCK_N, int BLOCK_K, int WARP_M, int WARP_N, int K_UNROLL, bool A_SWIZZLE,
           bool A_K_MAJOR, bool B_N_MAJOR, int FFMA_ROTATE = 0, bool B_SCALAR = false, int A_LD_ = 0, int B_LD_ = 0,
           bool FRAG_PREFETCH = false, int A_ROW_GROUP = 1, int B_ROW_GROUP = 1>
@@ -89,7 +89,8 @@ struct WarpTileCore {
     static_assert((A_ROW_GROUP == 1 || A_ROW_GROUP == 2 || A_ROW_GROUP == 4) &&
                       (B_ROW_GROUP == 1 || B_ROW_GROUP == 2 || B_ROW_GROUP == 4),
                   "a row group is 1 (none), 2 or 4 rows");
-    static_assert(B_ROW_GROUP == 1 || B_N_MAJOR, "B's row groups: rows of k only (B N-major)");
+    static_assert(B_ROW_GROUP == 1 || B_N_MAJOR || BLOCK_N % (8 * B_ROW_GROUP) == 0,
+                  "B's rows of n in groups: each box whole periods of the 8-row swizzle");
     // (SHIFTED_M, s10's edge blocks moved inside A, never meets row groups, which are s11's)
     static_assert(A_ROW_GROUP == 1 || !A_K_MAJOR || BLOCK_M % (8 * A_ROW_GROUP) == 0,
                   "A's rows of m in groups: each box whole periods of the 8-row swizzle");
@@ -133,6 +134,7 @@ struct WarpTileCore {
         return B_N_MAJOR ? (j / 4) * (LANES_N * 4) + j % 4 : j * LANES_N;
     }
     static constexpr bool M_GROUPED = A_K_MAJOR && A_ROW_GROUP > 1;  // smem rows of m in group order
+    static constexpr bool N_GROUPED = !B_N_MAJOR && B_ROW_GROUP > 1;  // smem rows of n in group order
 
     // The tile row (from the block's first) of the thread's row i: its smem row, or with M_GROUPED
     // the row the group order put there.
@@ -145,6 +147,16 @@ struct WarpTileCore {
     __device__ __forceinline__ int64 out_row(int64 row0, int i) const {
         if constexpr (M_GROUPED) return row0 + out_m(i);
         return row0 + m_base + row_of(i);
+    }
+    // Likewise the tile column of the thread's column j, and D's column (N_GROUPED: B K-major only,
+    // whose columns the epilogue stores one at a time).
+    __device__ __forceinline__ int out_n(int j) const {
+        const int s = n_base + col_of(j);
+        return N_GROUPED ? (s % (BLOCK_N / B_ROW_GROUP)) * B_ROW_GROUP + s / (BLOCK_N / B_ROW_GROUP) : s;
+    }
+    __device__ __forceinline__ int64 out_col(int64 col0, int j) const {
+        if constexpr (N_GROUPED) return col0 + out_n(j);
+        return col0 + n_base + col_of(j);
     }
 
     int m_base;     // first row of this thread in the block tile
@@ -322,7 +334,7 @@ struct WarpTileCore {
                                                float (&cv)[THREAD_N]) const {
 #pragma unroll
         for (int j = 0; j < THREAD_N; j += (COLS_IN_FOURS ? 4 : 1)) {
-            const int64 col = col0 + n_base + col_of(j);
+            const int64 col = out_col(col0, j);
             if (COLS_IN_FOURS && col + 3 < args.N) {
                 const float4 v = c.load4(c.src(nullptr, row, col));
                 cv[j] = v.x;
@@ -363,7 +375,7 @@ struct WarpTileCore {
                 float* drow = args.D + row * args.ldd;
 #pragma unroll
                 for (int j = 0; j < THREAD_N; j += (COLS_IN_FOURS ? 4 : 1)) {
-                    const int64 col = col0 + n_base + col_of(j);
+                    const int64 col = out_col(col0, j);
                     if (COLS_IN_FOURS && d_aligned && col + 3 < args.N && (!SHIFTED_N || n_base + col_of(j) >= n_lo)) {
                         *reinterpret_cast<float4*>(drow + col) = make_float4(
                             args.alpha * acc[i][j] + args.beta * cur[j], args.alpha * acc[i][j + 1] + args.beta * cur[j + 1],
@@ -422,7 +434,7 @@ struct WarpTileCore {
             } else {
 #pragma unroll
                 for (int j = 0; j < THREAD_N; ++j) {
-                    const int64 col = col0 + n_base + col_of(j);
+                    const int64 col = out_col(col0, j);
                     if (col < args.N && (!SHIFTED_N || n_base + col_of(j) >= n_lo)) store_output(args, c, row, col, acc[i][j]);
                 }
             }
