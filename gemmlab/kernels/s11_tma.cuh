@@ -61,10 +61,10 @@ struct S11Tma {
     static constexpr bool ROW_GROUPS = A_ROW_GROUP_ > 1 || B_ROW_GROUP_ > 1;
     // A's rows: k (M-major, [k][m] tiles) or m (K-major, [m][k] tiles of block_k floats a row)
     using AGroups = RowGroups<(A_ROW_GROUP_ > 1 ? A_ROW_GROUP_ : 2), A_K_MAJOR_ ? BLOCK_M_ : BLOCK_K_,
-                              A_K_MAJOR_ ? BLOCK_K_ : BLOCK_M_, A_K_MAJOR_ ? BLOCK_K_ : Core::A_LD>;
+                              A_K_MAJOR_ ? BLOCK_K_ : BLOCK_M_, A_K_MAJOR_ ? BLOCK_K_ : Core::A_LD, !A_K_MAJOR_>;
     // B's rows: k (N-major, [k][n] tiles) or n (K-major, [n][k] tiles of block_k floats a row)
     using BGroups = RowGroups<(B_ROW_GROUP_ > 1 ? B_ROW_GROUP_ : 2), B_N_MAJOR_ ? BLOCK_K_ : BLOCK_N_,
-                              B_N_MAJOR_ ? BLOCK_N_ : BLOCK_K_, B_N_MAJOR_ ? Core::B_LD : BLOCK_K_>;
+                              B_N_MAJOR_ ? BLOCK_N_ : BLOCK_K_, B_N_MAJOR_ ? Core::B_LD : BLOCK_K_, B_N_MAJOR_>;
     static_assert(!(B_T && B_ROW_GROUP_ > 1), "b_transpose: a K-major B's rows of n in groups are not turned");
     using Transpose = WarpTransposeXK<Core, WARP_N_, BLOCK_N_>;
     static constexpr int BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_, BLOCK_K = BLOCK_K_;
@@ -251,59 +251,28 @@ struct S11Tma {
             if constexpr (CONSUMER_SYNC_) async::named_barrier_sync(1, CONSUMERS);
             async::mbarrier_wait(full_bar(stage), phase);
             if constexpr (ROW_GROUPS) {
-                // What the boxes cannot bring, written by the consumers, who then meet (barrier 1)
-                // before any of them reads the tile. Rows of k: the problem's last K % G rows (zeros
-                // from TMA), in its last K tile. Rows of m or n: the floats past K (the next row's)
-                // zeroed in the problem's last K tile, and the last M % G (N % G) rows in every K tile
-                // of the block that holds them. (opaque: what they read is worked out here, not
-                // hoisted out of the K loop and kept live through it.)
+                // What the boxes cannot bring (copy/row_groups.cuh gaps), written by the consumers,
+                // who then meet (barrier 1) before any of them reads the tile.
                 const int k_end = static_cast<int>((args.k_begin + args.K) % 4);
                 const int k_len = static_cast<int>(args.K) - t * BLOCK_K;  // the tile's k's, BLOCK_K or fewer
                 const bool last = t == num_tiles - 1;
-                const int a_k_tail = A_ROW_GROUP_ > 1 && !A_K_MAJOR_ ? k_end % A_ROW_GROUP_ : 0;
-                const int b_tail = B_ROW_GROUP_ > 1 && B_N_MAJOR_ ? k_end % B_ROW_GROUP_ : 0;
-                const bool a_mask = A_ROW_GROUP_ > 1 && A_K_MAJOR_ && last && k_len < BLOCK_K;
-                const int64 a_m_full = A_ROW_GROUP_ > 1 && A_K_MAJOR_ ? args.M / A_ROW_GROUP_ * A_ROW_GROUP_ : 0;
-                const bool a_m_tail = A_ROW_GROUP_ > 1 && A_K_MAJOR_ && a_m_full < args.M && a_m_full < row0 + BLOCK_M;
-                const bool b_mask = B_ROW_GROUP_ > 1 && !B_N_MAJOR_ && last && k_len < BLOCK_K;
-                const int64 b_n_full = B_ROW_GROUP_ > 1 && !B_N_MAJOR_ ? args.N / B_ROW_GROUP_ * B_ROW_GROUP_ : 0;
-                const bool b_n_tail = B_ROW_GROUP_ > 1 && !B_N_MAJOR_ && b_n_full < args.N && b_n_full < col0 + BLOCK_N;
-                if ((last && (a_k_tail || b_tail)) || a_mask || a_m_tail || b_mask || b_n_tail) {
+                const bool a_gaps = A_ROW_GROUP_ > 1 && AGroups::gaps(last, k_end, k_len, row0, args.M);
+                const bool b_gaps = B_ROW_GROUP_ > 1 && BGroups::gaps(last, k_end, k_len, col0, args.N);
+                if (a_gaps || b_gaps) {
                     const int thread = static_cast<int>(threadIdx.x);
-                    float* a_tile = const_cast<float*>(a_tiles) + stage * (A_STAGE_BYTES / 4);
-                    if constexpr (A_ROW_GROUP_ > 1 && A_K_MAJOR_) {
+                    if constexpr (A_ROW_GROUP_ > 1) {
                         auto chunk = [](int r, int c) { return Core::A_ROWS_SWIZZLED ? Core::swizzle_chunk(r, c) : c; };
-                        if (a_mask) AGroups::mask_k(a_tile, k_len, chunk, thread, CONSUMERS);
-                        if (a_m_tail) {
-                            const int64 ld = opaque(args.a_row_stride);
-                            AGroups::fill_x_tail(a_tile, args.A + opaque(row0 * ld + static_cast<int64>(t) * BLOCK_K), ld,
-                                                 static_cast<int>(a_m_full - row0), static_cast<int>(args.M - a_m_full),
-                                                 k_len, chunk, thread, CONSUMERS);
-                        }
-                    } else if constexpr (A_ROW_GROUP_ > 1) {
-                        if (last && a_k_tail) {
-                            const int64 ld = opaque(args.a_col_stride);
-                            AGroups::fill_k_tail(a_tile, args.A + opaque(row0 + static_cast<int64>(t) * BLOCK_K * ld), ld,
-                                                 k_len - a_k_tail, a_k_tail, opaque(args.M - row0), thread, CONSUMERS);
-                        }
+                        if (a_gaps)
+                            AGroups::fill_gaps(const_cast<float*>(a_tiles) + stage * (A_STAGE_BYTES / 4), args.A,
+                                               A_K_MAJOR_ ? args.a_row_stride : args.a_col_stride, last, k_end, k_len, t,
+                                               row0, args.M, chunk, thread, CONSUMERS);
                     }
-                    if constexpr (B_ROW_GROUP_ > 1 && !B_N_MAJOR_) {
-                        float* b_tile = const_cast<float*>(b_tiles) + stage * (B_STAGE_BYTES / 4);
+                    if constexpr (B_ROW_GROUP_ > 1) {
                         auto chunk = [](int r, int c) { return Core::swizzle_chunk(r, c); };  // Bs[n][k]: swizzled
-                        if (b_mask) BGroups::mask_k(b_tile, k_len, chunk, thread, CONSUMERS);
-                        if (b_n_tail) {
-                            const int64 ld = opaque(args.b_col_stride);
-                            BGroups::fill_x_tail(b_tile, args.B + opaque(col0 * ld + static_cast<int64>(t) * BLOCK_K), ld,
-                                                 static_cast<int>(b_n_full - col0), static_cast<int>(args.N - b_n_full),
-                                                 k_len, chunk, thread, CONSUMERS);
-                        }
-                    } else if constexpr (B_ROW_GROUP_ > 1) {
-                        if (last && b_tail) {
-                            const int64 ld = opaque(args.b_row_stride);
-                            BGroups::fill_k_tail(const_cast<float*>(b_tiles) + stage * (B_STAGE_BYTES / 4),
-                                                 args.B + opaque(col0 + static_cast<int64>(t) * BLOCK_K * ld), ld,
-                                                 k_len - b_tail, b_tail, opaque(args.N - col0), thread, CONSUMERS);
-                        }
+                        if (b_gaps)
+                            BGroups::fill_gaps(const_cast<float*>(b_tiles) + stage * (B_STAGE_BYTES / 4), args.B,
+                                               B_N_MAJOR_ ? args.b_row_stride : args.b_col_stride, last, k_end, k_len, t,
+                                               col0, args.N, chunk, thread, CONSUMERS);
                     }
                     async::named_barrier_sync(1, CONSUMERS);
                 }

@@ -25,12 +25,15 @@
 
 namespace gemmlab {
 
-template <int G, int OUTER, int WIDTH, int LD>
+// ROWS_OF_K: the tile's rows are k (OUTER = block_k, WIDTH = the tile's x); else x (OUTER = block_m
+// or block_n, WIDTH = block_k).
+template <int G, int OUTER, int WIDTH, int LD, bool ROWS_OF_K>
 struct RowGroups {
     static_assert(G == 2 || G == 4, "a row group is 2 or 4 rows");
     static_assert(OUTER % G == 0, "a tile is whole row groups");
     static constexpr int ROWS = OUTER / G;  // groups (rows) of one box
     static constexpr unsigned BOX_BYTES = ROWS * LD * 4;
+    static constexpr int BLOCK_K = ROWS_OF_K ? OUTER : WIDTH;
     static_assert(BOX_BYTES % 128 == 0, "each box lands 128-byte aligned in shared memory");
 
     // The shared row of tile row r (the inverse of the copy's order: box j's row i is r = i*G + j).
@@ -87,6 +90,43 @@ struct RowGroups {
             tile[s * LD + chunk(s, k / 4) * 4 + k % 4] = src[static_cast<int64>(x) * ld + k];
         }
         async::fence_proxy_async_shared();
+    }
+
+    // Whether K tile t of the block whose tile starts at x0 needs the consumers' writes (the same
+    // answer in every thread of the block; x_size: M or N; k_end: (k_begin + K) % 4, K the slice's;
+    // k_len: the k's of the tile, K - t * BLOCK_K): rows of k, the problem's last K tile with K % G
+    // rows left over; rows of x, its last K tile where K ends inside it (the mask), or every K tile
+    // of the block that holds the last x_size % G rows.
+    static __device__ __forceinline__ bool gaps(bool last, int k_end, int k_len, int64 x0, int64 x_size) {
+        if constexpr (ROWS_OF_K) {
+            return last && k_end % G;
+        } else {
+            const int64 x_full = x_size / G * G;
+            return (last && k_len < WIDTH) || (x_full < x_size && x_full < x0 + OUTER);
+        }
+    }
+
+    // Those writes (where ``gaps``): base the operand at the slice's first k (element (k, x) or
+    // (x, k) at base + k * ld + x or x * ld + k), ld its row stride; chunk as in mask_k (rows of x).
+    // The addresses go through opaque moves, so that they are worked out here and not hoisted out
+    // of the K loop and kept live through it.
+    template <class Chunk>
+    static __device__ __forceinline__ void fill_gaps(float* tile, const float* base, int64 row_stride, bool last,
+                                                     int k_end, int k_len, int t, int64 x0, int64 x_size, Chunk chunk,
+                                                     int thread, int threads) {
+        const int64 ld = opaque(row_stride);
+        if constexpr (ROWS_OF_K) {
+            const int tail = k_end % G;
+            fill_k_tail(tile, base + opaque(x0 + static_cast<int64>(t) * BLOCK_K * ld), ld, k_len - tail, tail,
+                        opaque(x_size - x0), thread, threads);
+        } else {
+            if (last && k_len < WIDTH) mask_k(tile, k_len, chunk, thread, threads);
+            const int64 x_full = x_size / G * G;
+            if (x_full < x_size && x_full < x0 + OUTER)
+                fill_x_tail(tile, base + opaque(x0 * ld + static_cast<int64>(t) * BLOCK_K), ld,
+                            static_cast<int>(x_full - x0), static_cast<int>(x_size - x_full), k_len, chunk, thread,
+                            threads);
+        }
     }
 };
 

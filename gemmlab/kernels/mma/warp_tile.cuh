@@ -136,11 +136,15 @@ struct WarpTileCore {
     static constexpr bool M_GROUPED = A_K_MAJOR && A_ROW_GROUP > 1;  // smem rows of m in group order
     static constexpr bool N_GROUPED = !B_N_MAJOR && B_ROW_GROUP > 1;  // smem rows of n in group order
 
+    // The tile row that smem row s of a [x][k] tile of BLOCK rows holds when they came in groups of G.
+    template <int G, int BLOCK>
+    static __device__ __forceinline__ int grouped_row(int s) {
+        return G == 1 ? s : (s % (BLOCK / G)) * G + s / (BLOCK / G);
+    }
     // The tile row (from the block's first) of the thread's row i: its smem row, or with M_GROUPED
     // the row the group order put there.
     __device__ __forceinline__ int out_m(int i) const {
-        const int s = m_base + row_of(i);
-        return M_GROUPED ? (s % (BLOCK_M / A_ROW_GROUP)) * A_ROW_GROUP + s / (BLOCK_M / A_ROW_GROUP) : s;
+        return grouped_row<M_GROUPED ? A_ROW_GROUP : 1, BLOCK_M>(m_base + row_of(i));
     }
     // D's row of the thread's row i in the tile at row0 (without M_GROUPED summed as it always was,
     // so that the other kernels' code does not change).
@@ -151,8 +155,7 @@ struct WarpTileCore {
     // Likewise the tile column of the thread's column j, and D's column (N_GROUPED: B K-major only,
     // whose columns the epilogue stores one at a time).
     __device__ __forceinline__ int out_n(int j) const {
-        const int s = n_base + col_of(j);
-        return N_GROUPED ? (s % (BLOCK_N / B_ROW_GROUP)) * B_ROW_GROUP + s / (BLOCK_N / B_ROW_GROUP) : s;
+        return grouped_row<N_GROUPED ? B_ROW_GROUP : 1, BLOCK_N>(n_base + col_of(j));
     }
     __device__ __forceinline__ int64 out_col(int64 col0, int j) const {
         if constexpr (N_GROUPED) return col0 + out_n(j);
