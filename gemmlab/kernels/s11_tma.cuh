@@ -57,14 +57,14 @@ struct S11Tma {
     using Core = WarpTileCore<BLOCK_M_, BLOCK_N_, BLOCK_K_, WARP_M_, WARP_N_, K_UNROLL_, A_SWIZZLE_, A_K_MAJOR_,
                               B_N_MAJOR_ || B_READ_T, FFMA_ROTATE_, B_SCALAR_, 0, 0, FRAG_PREFETCH_, A_ROW_GROUP_,
                               B_ROW_GROUP_>;
-    // Row groups ([k][x] tiles only: the core's static_asserts say so).
+    // Row groups (G 1: the rows are aligned, one box; the core's static_asserts say which fit).
     static constexpr bool ROW_GROUPS = A_ROW_GROUP_ > 1 || B_ROW_GROUP_ > 1;
     // A's rows: k (M-major, [k][m] tiles) or m (K-major, [m][k] tiles of block_k floats a row)
-    using AGroups = RowGroups<(A_ROW_GROUP_ > 1 ? A_ROW_GROUP_ : 2), A_K_MAJOR_ ? BLOCK_M_ : BLOCK_K_,
-                              A_K_MAJOR_ ? BLOCK_K_ : BLOCK_M_, A_K_MAJOR_ ? BLOCK_K_ : Core::A_LD, !A_K_MAJOR_>;
+    using AGroups = RowGroups<A_ROW_GROUP_, A_K_MAJOR_ ? BLOCK_M_ : BLOCK_K_, A_K_MAJOR_ ? BLOCK_K_ : BLOCK_M_,
+                              A_K_MAJOR_ ? BLOCK_K_ : Core::A_LD, !A_K_MAJOR_>;
     // B's rows: k (N-major, [k][n] tiles) or n (K-major, [n][k] tiles of block_k floats a row)
-    using BGroups = RowGroups<(B_ROW_GROUP_ > 1 ? B_ROW_GROUP_ : 2), B_N_MAJOR_ ? BLOCK_K_ : BLOCK_N_,
-                              B_N_MAJOR_ ? BLOCK_N_ : BLOCK_K_, B_N_MAJOR_ ? Core::B_LD : BLOCK_K_, B_N_MAJOR_>;
+    using BGroups = RowGroups<B_ROW_GROUP_, B_N_MAJOR_ ? BLOCK_K_ : BLOCK_N_, B_N_MAJOR_ ? BLOCK_N_ : BLOCK_K_,
+                              B_N_MAJOR_ ? Core::B_LD : BLOCK_K_, B_N_MAJOR_>;
     static_assert(!(B_T && B_ROW_GROUP_ > 1), "b_transpose: a K-major B's rows of n in groups are not turned");
     using Transpose = WarpTransposeXK<Core, WARP_N_, BLOCK_N_>;
     static constexpr int BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_, BLOCK_K = BLOCK_K_;
@@ -154,6 +154,10 @@ struct S11Tma {
         const int a_batch = (batch_mask & 1) ? static_cast<int>(blockIdx.z) : 0;
         const int b_batch = (batch_mask & 2) ? static_cast<int>(blockIdx.z) : 0;
         const int num_tiles = static_cast<int>((args.K + BLOCK_K - 1) / BLOCK_K);
+        // The operands' row strides as the tensor maps see them (row groups' box coordinates and
+        // what the consumers write; unread where the rows are aligned).
+        const int64 a_ld = A_K_MAJOR_ ? args.a_row_stride : args.a_col_stride;
+        const int64 b_ld = B_N_MAJOR_ ? args.b_row_stride : args.b_col_stride;
 
         // Producer: tile -> stage, both boxes completing on the stage's full barrier.
         auto issue = [&](int tile, int stage) {
@@ -162,23 +166,17 @@ struct S11Tma {
             async::mbarrier_arrive_expect_tx(bar, TX_BYTES);
             const unsigned a_dst = a_stages + stage * A_STAGE_BYTES;
             const unsigned b_dst = b_stages + stage * B_STAGE_BYTES;
-            if constexpr (A_K_MAJOR_ && A_ROW_GROUP_ > 1) {  // G boxes [BLOCK_M/G][BLOCK_K] (swizzled)
-                AGroups::load(a_dst, &a_map, bar, k0, m0, static_cast<int>(args.a_row_stride), a_batch);
-            } else if constexpr (A_K_MAJOR_) {
-                async::tma_load_3d(a_dst, &a_map, bar, k0, m0, a_batch);  // box [BLOCK_M][BLOCK_K] (swizzled)
-            } else if constexpr (A_ROW_GROUP_ > 1) {  // G boxes [BLOCK_K/G][BLOCK_M]
-                AGroups::load(a_dst, &a_map, bar, m0, k0, static_cast<int>(args.a_col_stride), a_batch);
+            // G boxes of a tile's rows / G (G 1: one box): A [BLOCK_M][BLOCK_K] (swizzled) or
+            // [BLOCK_K][BLOCK_M]; B [BLOCK_K][BLOCK_N] or [BLOCK_N][BLOCK_K] (swizzled)
+            if constexpr (A_K_MAJOR_) {
+                AGroups::load(a_dst, &a_map, bar, k0, m0, static_cast<int>(a_ld), a_batch);
             } else {
-                async::tma_load_3d(a_dst, &a_map, bar, m0, k0, a_batch);  // box [BLOCK_K][BLOCK_M]
+                AGroups::load(a_dst, &a_map, bar, m0, k0, static_cast<int>(a_ld), a_batch);
             }
-            if constexpr (B_N_MAJOR_ && B_ROW_GROUP_ > 1) {  // G boxes [BLOCK_K/G][BLOCK_N]
-                BGroups::load(b_dst, &b_map, bar, n0, k0, static_cast<int>(args.b_row_stride), b_batch);
-            } else if constexpr (B_N_MAJOR_) {
-                async::tma_load_3d(b_dst, &b_map, bar, n0, k0, b_batch);  // box [BLOCK_K][BLOCK_N]
-            } else if constexpr (B_ROW_GROUP_ > 1) {  // G boxes [BLOCK_N/G][BLOCK_K], swizzled
-                BGroups::load(b_dst, &b_map, bar, k0, n0, static_cast<int>(args.b_col_stride), b_batch);
+            if constexpr (B_N_MAJOR_) {
+                BGroups::load(b_dst, &b_map, bar, n0, k0, static_cast<int>(b_ld), b_batch);
             } else {
-                async::tma_load_3d(b_dst, &b_map, bar, k0, n0, b_batch);  // box [BLOCK_N][BLOCK_K], swizzled
+                BGroups::load(b_dst, &b_map, bar, k0, n0, static_cast<int>(b_ld), b_batch);
             }
         };
 
@@ -256,24 +254,18 @@ struct S11Tma {
                 const int k_end = static_cast<int>((args.k_begin + args.K) % 4);
                 const int k_len = static_cast<int>(args.K) - t * BLOCK_K;  // the tile's k's, BLOCK_K or fewer
                 const bool last = t == num_tiles - 1;
-                const bool a_gaps = A_ROW_GROUP_ > 1 && AGroups::gaps(last, k_end, k_len, row0, args.M);
-                const bool b_gaps = B_ROW_GROUP_ > 1 && BGroups::gaps(last, k_end, k_len, col0, args.N);
+                const bool a_gaps = AGroups::gaps(last, k_end, k_len, row0, args.M);
+                const bool b_gaps = BGroups::gaps(last, k_end, k_len, col0, args.N);
                 if (a_gaps || b_gaps) {
                     const int thread = static_cast<int>(threadIdx.x);
-                    if constexpr (A_ROW_GROUP_ > 1) {
-                        auto chunk = [](int r, int c) { return Core::A_ROWS_SWIZZLED ? Core::swizzle_chunk(r, c) : c; };
-                        if (a_gaps)
-                            AGroups::fill_gaps(const_cast<float*>(a_tiles) + stage * (A_STAGE_BYTES / 4), args.A,
-                                               A_K_MAJOR_ ? args.a_row_stride : args.a_col_stride, last, k_end, k_len, t,
-                                               row0, args.M, chunk, thread, CONSUMERS);
-                    }
-                    if constexpr (B_ROW_GROUP_ > 1) {
-                        auto chunk = [](int r, int c) { return Core::swizzle_chunk(r, c); };  // Bs[n][k]: swizzled
-                        if (b_gaps)
-                            BGroups::fill_gaps(const_cast<float*>(b_tiles) + stage * (B_STAGE_BYTES / 4), args.B,
-                                               B_N_MAJOR_ ? args.b_row_stride : args.b_col_stride, last, k_end, k_len, t,
-                                               col0, args.N, chunk, thread, CONSUMERS);
-                    }
+                    auto a_chunk = [](int r, int c) { return Core::A_ROWS_SWIZZLED ? Core::swizzle_chunk(r, c) : c; };
+                    auto b_chunk = [](int r, int c) { return Core::swizzle_chunk(r, c); };  // Bs[n][k]: swizzled
+                    if (a_gaps)
+                        AGroups::fill_gaps(const_cast<float*>(a_tiles) + stage * (A_STAGE_BYTES / 4), args.A, a_ld, last,
+                                           k_end, k_len, t, row0, args.M, a_chunk, thread, CONSUMERS);
+                    if (b_gaps)
+                        BGroups::fill_gaps(const_cast<float*>(b_tiles) + stage * (B_STAGE_BYTES / 4), args.B, b_ld, last,
+                                           k_end, k_len, t, col0, args.N, b_chunk, thread, CONSUMERS);
                     async::named_barrier_sync(1, CONSUMERS);
                 }
             }

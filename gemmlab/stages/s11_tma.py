@@ -46,7 +46,8 @@ def row_groups(problem: Problem) -> tuple[int, int]:
     out = []
     for which in ("a", "b"):
         op = problem.operand(which)
-        out.append(op.row_group if not op.vec_aligned and op.row_group > 1 else 1)
+        g = op.row_group
+        out.append(g if g > 1 and not op.vec_aligned else 1)
     return out[0], out[1]
 
 

@@ -7,7 +7,8 @@
 // ends at the last row's last element, so nothing past the operand is read), dim 1 the groups
 // (stride G*ld floats, 16-byte aligned), dim 2 the batch. A stage's tile of OUTER rows is G boxes of
 // OUTER/G groups: box j starts at dim-0 coordinate j*ld + inner0 and brings rows j, j+G, j+2G, ...
-// into shared rows j*(OUTER/G) .. (slot() is the inverse). Past dim 0's end TMA writes zeros.
+// into shared rows j*(OUTER/G) .. (common.cuh group_slot). Past dim 0's end TMA writes zeros.
+// G = 1 (rows already aligned): one box, the tile in order, nothing for the consumers to write.
 // Two kinds of operand tile:
 //   - rows of k ([k][x]: A M-major, B N-major; OUTER = block_k): the core reads its k through
 //     WarpTileCore::k_slot. Past x's edge a box j < G-1 reads row k+1's first floats (or a strided
@@ -29,15 +30,12 @@ namespace gemmlab {
 // or block_n, WIDTH = block_k).
 template <int G, int OUTER, int WIDTH, int LD, bool ROWS_OF_K>
 struct RowGroups {
-    static_assert(G == 2 || G == 4, "a row group is 2 or 4 rows");
+    static_assert(G == 1 || G == 2 || G == 4, "a row group is 1 (rows aligned), 2 or 4 rows");
     static_assert(OUTER % G == 0, "a tile is whole row groups");
     static constexpr int ROWS = OUTER / G;  // groups (rows) of one box
     static constexpr unsigned BOX_BYTES = ROWS * LD * 4;
     static constexpr int BLOCK_K = ROWS_OF_K ? OUTER : WIDTH;
     static_assert(BOX_BYTES % 128 == 0, "each box lands 128-byte aligned in shared memory");
-
-    // The shared row of tile row r (the inverse of the copy's order: box j's row i is r = i*G + j).
-    static __device__ __forceinline__ constexpr int slot(int r) { return (r % G) * ROWS + r / G; }
 
     // The tile's G boxes into dst, completing on bar: inner0 the tile's first column (x for rows
     // of k, k for rows of m), outer0 its first row (a multiple of G), ld the operand's row stride.
@@ -57,7 +55,7 @@ struct RowGroups {
         for (int i = thread; i < tail * WIDTH; i += threads) {
             const int r = i / WIDTH, x = i % WIDTH;
             const int k = k_tail + r;
-            tile[slot(k) * LD + x] = x < x_len ? src[static_cast<int64>(k) * ld + x] : 0.0f;
+            tile[group_slot<G, OUTER>(k) * LD + x] = x < x_len ? src[static_cast<int64>(k) * ld + x] : 0.0f;
         }
         // A later copy into this buffer (the next segment under stream-K) comes after these writes.
         async::fence_proxy_async_shared();
@@ -86,7 +84,7 @@ struct RowGroups {
         const int cols = k_len < WIDTH ? k_len : WIDTH;
         for (int i = thread; i < tail * cols; i += threads) {
             const int x = x_tail + i / cols, k = i % cols;
-            const int s = slot(x);
+            const int s = group_slot<G, OUTER>(x);
             tile[s * LD + chunk(s, k / 4) * 4 + k % 4] = src[static_cast<int64>(x) * ld + k];
         }
         async::fence_proxy_async_shared();
@@ -98,7 +96,9 @@ struct RowGroups {
     // rows left over; rows of x, its last K tile where K ends inside it (the mask), or every K tile
     // of the block that holds the last x_size % G rows.
     static __device__ __forceinline__ bool gaps(bool last, int k_end, int k_len, int64 x0, int64 x_size) {
-        if constexpr (ROWS_OF_K) {
+        if constexpr (G == 1) {
+            return false;
+        } else if constexpr (ROWS_OF_K) {
             return last && k_end % G;
         } else {
             const int64 x_full = x_size / G * G;

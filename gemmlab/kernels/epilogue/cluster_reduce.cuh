@@ -32,12 +32,9 @@ struct ClusterReduce {
     static __device__ __forceinline__ void write_partial(const Core& core, const float (&acc)[TM][TN], float* tile) {
         // Rows (columns) in group order: each at the tile row (column) it holds.
         float* first;
-        if constexpr (Core::M_GROUPED || Core::N_GROUPED) {
-            asm volatile("mov.b64 %0, %1;\n" : "=l"(first) : "l"(tile + (Core::M_GROUPED ? 0 : core.m_base * LD) +
-                                                                      (Core::N_GROUPED ? 0 : core.n_base)));
-        } else {
-            asm volatile("mov.b64 %0, %1;\n" : "=l"(first) : "l"(tile + core.m_base * LD + core.n_base));
-        }
+        asm volatile("mov.b64 %0, %1;\n"
+                     : "=l"(first)
+                     : "l"(tile + (Core::M_GROUPED ? 0 : core.m_base * LD) + (Core::N_GROUPED ? 0 : core.n_base)));
 #pragma unroll
         for (int i = 0; i < TM; ++i) {
             float* row = first + (Core::M_GROUPED ? core.out_m(i) : Core::row_of(i)) * LD;

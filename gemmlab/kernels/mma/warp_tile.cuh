@@ -95,11 +95,10 @@ struct WarpTileCore {
     static_assert(A_ROW_GROUP == 1 || !A_K_MAJOR || BLOCK_M % (8 * A_ROW_GROUP) == 0,
                   "A's rows of m in groups: each box whole periods of the 8-row swizzle");
 
-    // The shared-memory row of k in a [k][x] tile whose rows came in row groups of G (the inverse
-    // of the copy's order: box j's row i is k = i*G + j, stored at j*(BLOCK_K/G) + i).
+    // The shared-memory row of k in a [k][x] tile whose rows came in row groups of G.
     template <int G>
     static __host__ __device__ constexpr int k_slot(int k) {
-        return G == 1 ? k : (k % G) * (BLOCK_K / G) + k / G;
+        return group_slot<G, BLOCK_K>(k);
     }
 
     // Column j of the jj-th FFMA in a run whose A value is component c of its quad (FFMA_ROTATE;
@@ -136,15 +135,10 @@ struct WarpTileCore {
     static constexpr bool M_GROUPED = A_K_MAJOR && A_ROW_GROUP > 1;  // smem rows of m in group order
     static constexpr bool N_GROUPED = !B_N_MAJOR && B_ROW_GROUP > 1;  // smem rows of n in group order
 
-    // The tile row that smem row s of a [x][k] tile of BLOCK rows holds when they came in groups of G.
-    template <int G, int BLOCK>
-    static __device__ __forceinline__ int grouped_row(int s) {
-        return G == 1 ? s : (s % (BLOCK / G)) * G + s / (BLOCK / G);
-    }
     // The tile row (from the block's first) of the thread's row i: its smem row, or with M_GROUPED
     // the row the group order put there.
     __device__ __forceinline__ int out_m(int i) const {
-        return grouped_row<M_GROUPED ? A_ROW_GROUP : 1, BLOCK_M>(m_base + row_of(i));
+        return group_row<M_GROUPED ? A_ROW_GROUP : 1, BLOCK_M>(m_base + row_of(i));
     }
     // D's row of the thread's row i in the tile at row0 (without M_GROUPED summed as it always was,
     // so that the other kernels' code does not change).
@@ -155,7 +149,7 @@ struct WarpTileCore {
     // Likewise the tile column of the thread's column j, and D's column (N_GROUPED: B K-major only,
     // whose columns the epilogue stores one at a time).
     __device__ __forceinline__ int out_n(int j) const {
-        return grouped_row<N_GROUPED ? B_ROW_GROUP : 1, BLOCK_N>(n_base + col_of(j));
+        return group_row<N_GROUPED ? B_ROW_GROUP : 1, BLOCK_N>(n_base + col_of(j));
     }
     __device__ __forceinline__ int64 out_col(int64 col0, int j) const {
         if constexpr (N_GROUPED) return col0 + out_n(j);
