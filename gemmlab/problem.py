@@ -218,7 +218,8 @@ class Operand:
         gcd(row stride, 4) (2 or 4) as a tensor of row groups where the row stride is not a
         multiple of 16 bytes (G rows then span a multiple of it: kernels/copy/row_groups.cuh,
         scripts/row_group_model.py), which needs a unit stride along the row, a 16-byte aligned
-        base and batch stride, and at least one whole group (G rows or more); 0 where neither works."""
+        base and batch stride (or batches folded into the rows: :attr:`row_fold`), and at least one
+        whole group (G rows or more); 0 where neither works."""
         if self.k_major:
             ready, inner_stride, stride, rows, inner = self.k_rows_ready, self.k_stride, self.x_stride, self.x, self.k
         else:
@@ -227,10 +228,34 @@ class Operand:
             return 1
         if inner <= 1 or inner_stride != 1 or stride <= 1 or self.ptr % 16:
             return 0
-        if self.batch > 1 and self.bs % VEC:
+        if self.batch > 1 and self.bs % VEC and not self.row_fold:
             return 0
         g = VEC // math.gcd(stride, VEC)
         return g if rows >= g else 0
+
+    @property
+    def group_rows(self) -> int:
+        """The rows :attr:`row_group` counts (K-major: x, else k)."""
+        return self.x if self.k_major else self.k
+
+    @property
+    def row_fold(self) -> int:
+        """Batches whose stride is not a multiple of 16 bytes but a whole number R of rows, at least
+        the batch's own (a contiguous batched tensor whose rows are not 16-byte aligned): R, and
+        the batches' rows are read as one tensor of row groups (batch b's row r is row b·R + r;
+        kernels/copy/row_groups.cuh); 0 otherwise (one batch, a broadcast, an aligned batch stride)."""
+        stride = self.x_stride if self.k_major else self.k_stride
+        if self.batch <= 1 or self.bs <= 0 or self.bs % VEC == 0 or stride <= 1 or self.bs % stride:
+            return 0
+        per = self.bs // stride
+        return per if per >= self.group_rows else 0
+
+    @property
+    def folded_rows(self) -> int:
+        """The rows of the operand's row-group tensor: every batch's, through :attr:`row_fold`'s
+        spacing where the batches are folded, else one batch's."""
+        fold = self.row_fold
+        return (self.batch - 1) * fold + self.group_rows if fold else self.group_rows
 
     # -- repacking ----------------------------------------------------------------------------------
     def needs_repack(self, for_alignment: bool) -> bool:

@@ -352,7 +352,7 @@ for what in "$@"; do
       summary+=("row-groups tests: $(tail -1 "$OUT/gpu_row_groups.txt")")
       step "row groups against the runtime where they change the plan"
       fixed_variants as_is,row_groups variants-row-groups.txt 560 8 \
-        1999 333 1501 tt 1 601 1203 4099 nn 1 3001 1003 999 tn 1 \
+        333 555 777 tt 8 255 255 255 nt 32 129 257 1025 tn 16 1999 333 1501 tt 1 601 1203 4099 nn 1 3001 1003 999 tn 1 \
         4096 17 4096 tn 1 1001 999 1003 nn 1 4095 1023 2049 tn 1 3001 1999 777 nn 1 2900 2901 2903 nn 1 3333 1111 2222 nn 1 \
         283 367 300 tn 1 2556 2496 189 nn 1 3813 1345 668 tn 1 1625 300 133 nt 1 884 1587 119 tn 1 431 576 2481 nn 1 \
         2448 252 329 nt 1 2797 117 656 tt 1 3017 121 2049 nt 1 2647 4013 3495 tn 1 2351 944 1364 tn 1 3715 155 1704 tt 1 \

@@ -215,6 +215,9 @@ def runs(c, M, N, K, lay, batch) -> tuple:
 def dry_run(shapes):
     """``--dry``: per variant, the shapes whose choice differs from the first variant's, as the H200
     would choose (CPU only, nothing timed): what a run will time, before a GPU is lent."""
+    from gemmlab.stages import tensor_map
+
+    tensor_map.available = lambda: True  # as on the H200 (the driver encodes tensor maps), not this machine
     names = list(VARIANTS)
 
     def what(s):
@@ -233,7 +236,7 @@ def dry_run(shapes):
         for M, N, K, lay, b in diff:
             shape = f"{M}x{N}x{K}{f'x{b}' if b > 1 else ''} {lay}"
             was, is_ = base[(M, N, K, lay, b)][0], now[(M, N, K, lay, b)][0]
-            print(f"  {shape:22} {was:34} -> {is_}{'' if was != is_ else ' (another stand-in)'}")
+            print(f"  {shape:22} {was:34} -> {is_}{'' if was != is_ else ' (another stand-in)' if now[(M, N, K, lay, b)][1] else ' (itself, no stand-in)'}")
         union += [s for s in diff if s not in union]
     # the shapes as the command line takes them: time only these (fixed shapes, no --random)
     print("changed:", " ".join(f"{M} {N} {K} {lay} {b}" for M, N, K, lay, b in union))

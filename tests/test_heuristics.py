@@ -114,6 +114,7 @@ def test_a_new_shape_gets_its_nearest_neighbours_tile(fake_table):
     assert c.describe()["source"] == "nearest"
 
 
+@pytest.mark.usefixtures("row_groups_off")
 def test_an_unaligned_problem_takes_no_neighbours_tile(tmp_path, monkeypatch):
     """Problems that run unaligned (not repacked) read only their own bucket, then the waves model:
     neighbours' tiles moved two H200 shapes 10-20% slower (heuristics/choice.py NEAREST_ALIGNED_ONLY).
@@ -341,6 +342,7 @@ def test_tf32x3_needs_a_workspace():
 
 # ---- should_repack ------------------------------------------------------------------------------------
 
+@pytest.mark.usefixtures("row_groups_off")
 def test_should_repack():
     assert not heuristics.should_repack(Problem.dense(4096, 4096, 4096, **ALIGNED))
     assert heuristics.should_repack(Problem.dense(4095, 4097, 1023, **ALIGNED))      # unaligned and large
@@ -348,6 +350,7 @@ def test_should_repack():
     assert not heuristics.should_repack(Problem.dense(4095, 4097, 0, **ALIGNED))
 
 
+@pytest.mark.usefixtures("row_groups_off")
 def test_should_repack_k_major_b_of_an_unaligned_problem(monkeypatch):
     """The K-major B rule copies B of aligned problems only; an unaligned problem follows the FLOP
     per byte rule (as shipped since 2026-12-04); with TRANSPOSE_B_ANY_ALIGNMENT on, the rule copied
@@ -539,6 +542,7 @@ def test_the_waves_model_against_the_shipped_h200_measurements():
     assert max(regrets) <= 1.4
 
 
+@pytest.mark.usefixtures("row_groups_off")
 def test_auto_on_the_tuned_shapes_with_their_own_entries_left_out():
     """What auto runs on a shape in no table, scored by measurements: each aligned entry of the
     shipped H200 table decided with its bucket left out (scripts/table_loo.py), its pick's measured
@@ -632,6 +636,7 @@ def test_probe_breakdown_reads_the_recorded_probe():
     assert len(ch) == 6 and ("780x288x1040 nn", 0.798, 0.859) in [c[:3] for c in ch]
 
 
+@pytest.mark.usefixtures("row_groups_off")
 def test_model_variant_probe_dry_run_lists_the_changed_choices(capsys, monkeypatch):
     """scripts/model_variant_probe.py --dry (no GPU, no torch): the choices a variant changes, as
     the H200 would make them; brule_any (the K-major B rule of before 2026-12-04) repacks
@@ -665,6 +670,7 @@ def test_model_variant_probe_dry_run_counts_a_changed_stand_in(capsys, monkeypat
     assert out[-1] == "changed: 468 2127 1208 nn 1"
 
 
+@pytest.mark.usefixtures("row_groups_off")
 def test_a_bucket_tuned_repacked_only_keeps_its_repack():
     """With the K-major B rule for aligned problems only, an unaligned problem under 100 FLOP per
     byte is not repacked, unless its bucket holds only a repacked entry: the measurement beats the
@@ -747,6 +753,7 @@ def test_a_stand_in_with_fewer_blocks_keeps_the_candidates_occupancy():
     assert free.seconds == pytest.approx(2 * (2 * work + over))
 
 
+@pytest.mark.usefixtures("row_groups_off")
 def test_the_nearest_bound_rests_on_the_plans_the_h200_ran():
     """choice.NEAREST_MODEL_SLACK (1.15) against the recorded random-shape runs (H200, 2026-12-04,
     results/h200/logs): each logged shape's choice today is the plan the runtime of then ran

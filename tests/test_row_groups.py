@@ -139,6 +139,7 @@ def test_row_group_needs_an_aligned_base_a_whole_group_and_batch_stride():
     assert strided(29, 37, 51, "nn", batch=2, b_bs=51 * 40).operand("b").row_group == 4
 
 
+@pytest.mark.usefixtures("row_groups_off")
 def test_tma_ready_counts_row_groups_only_when_on(monkeypatch):
     p = strided(300, 37, 64, "nn")  # A aligned, B ld 37
     assert not p.operands_aligned() and not heuristics.tma_ready(p)
@@ -152,6 +153,7 @@ def test_tma_ready_counts_row_groups_only_when_on(monkeypatch):
     assert not heuristics.tma_ready(strided(300, 37, 64, "nt", a_off=1))    # A's base 4 bytes off: no view
 
 
+@pytest.mark.usefixtures("row_groups_off")
 def test_row_grouped_problems_are_not_repacked_for_alignment(monkeypatch):
     p = strided(2000, 1001, 2048, "nn")  # large against its bytes: repacked today
     assert heuristics.should_repack(p)
@@ -319,14 +321,186 @@ def test_without_the_tail_fill_the_last_rows_are_zeros(row_groups_on):
     assert np.array_equal(with_fill[rows], flat[48 * N:51 * N].reshape(3, N)[:, :32])  # block_n 32
 
 
+# ---- folded batches: a batch stride that is a whole number of unaligned rows ------------------------
+def folded(M, N, K, layout, lda, ldb, a_per, b_per, batch):
+    """A batched problem whose operands' rows are ``lda`` / ``ldb`` floats apart ('n' row-major, 't'
+    column-major) and whose batches are ``a_per`` / ``b_per`` such rows apart."""
+    a_rs, a_cs = (lda, 1) if layout[0] == "n" else (1, lda)
+    b_rs, b_cs = (ldb, 1) if layout[1] == "n" else (1, ldb)
+    return Problem(M, N, K, a_rs, a_cs, b_rs, b_cs, -(-N // 4) * 4, batch=batch, a_bs=a_per * lda, b_bs=b_per * ldb,
+                   d_bs=M * -(-N // 4) * 4, a_ptr=BASE, b_ptr=2 * BASE, d_ptr=3 * BASE)
+
+
+def test_contiguous_batches_of_unaligned_rows_fold():
+    p = folded(333, 555, 777, "tt", 333, 777, 777, 555, 8)  # torch's contiguous 333x555x777x8 tt
+    a, b = p.operand("a"), p.operand("b")
+    assert p.a_bs % 4 and p.b_bs % 4
+    assert (a.row_group, a.row_fold, a.folded_rows) == (4, 777, 7 * 777 + 777)      # rows of k
+    assert (b.row_group, b.row_fold, b.folded_rows) == (4, 555, 7 * 555 + 555)      # rows of n
+    q = folded(255, 255, 255, "nn", 255, 255, 261, 255, 3)  # A's batches 6 rows of padding apart
+    assert (q.operand("a").row_fold, q.operand("a").folded_rows) == (261, 2 * 261 + 255)
+    assert folded(255, 255, 255, "nn", 255, 255, 260, 255, 3).operand("a").row_fold == 0  # 260 x 255: aligned
+    assert folded(255, 255, 255, "nn", 255, 255, 254, 255, 3).operand("a").row_group == 0  # batches overlap
+    r = folded(255, 256, 255, "nn", 255, 256, 255, 255, 3)  # B's batch stride 255 x 256: aligned
+    assert r.operand("b").row_group == 1 and r.operand("b").row_fold == 0
+    assert strided(29, 37, 51, "nn", batch=2, b_bs=51 * 37 + 2).operand("b").row_fold == 0  # not whole rows
+    assert folded(255, 255, 255, "nn", 255, 255, 255, 255, 1).operand("a").row_fold == 0     # one batch
+
+
+def test_folded_batches_are_one_map_of_row_groups(row_groups_on):
+    p = folded(333, 555, 777, "tt", 333, 777, 777, 555, 8)
+    cfg = S11.default_config
+    assert not s11_tma.tma_problems(cfg, p) and S11.fallback(cfg, p) is None
+    maps = s11_tma.operand_maps(cfg, p)
+    assert maps["batch_mask"] == 0
+    _, shape, strides, box, _ = maps["a"]
+    assert shape == (1, 8 * 777 // 4, 3 * 333 + 333) and strides[1:] == (4 * 333, 1)
+    _, shape, strides, box, _ = maps["b"]
+    assert shape == (1, 8 * 555 // 4, 3 * 777 + 777) and strides[1:] == (4 * 777, 1)
+    assert [int(v) for v in s11_tma.fold_args(p)] == [777, 8 * 777, 555, 8 * 555]
+    v = S11.variant(cfg, p)
+    names = [n for _, n in S11.extra_params(cfg, v)]
+    assert names[-4:] == ["a_fold", "a_full", "b_fold", "b_full"]
+    assert len(S11.extra_args(cfg, v, p)) == len(names)
+    # aligned rows: no RowFold
+    aligned = strided(64, 64, 64, "nn", batch=2)
+    assert len(S11.extra_params(cfg, S11.variant(cfg, aligned))) == 3
+
+
+def _batched_rows(batch, rows, inner, ld, per, rng):
+    """``batch`` operands of ``rows`` rows of ``inner`` floats, ``ld`` apart, batches ``per`` rows
+    apart, ending at the last batch's last element; NaN and Inf between the rows and batches."""
+    flat = np.where(np.arange((batch - 1) * per * ld + (rows - 1) * ld + inner) % 2, np.inf, np.nan).astype(np.float32)
+    for b in range(batch):
+        for r in range(rows):
+            flat[(b * per + r) * ld:(b * per + r) * ld + inner] = rng.standard_normal(inner)
+    return flat
+
+
+def _folded_k_tile(flat, shape, strides, ld, g, fold, full, b, x0, k0, K, X, bx, bk, zero=True):
+    """A stage tile of a row-grouped operand with rows of k (copy/row_groups.cuh) as the kernel
+    builds it for batch b: G boxes from row b·fold + k0, then RowGroups::fill_gaps: rows below K
+    past ``full`` filled, rows past K before it zeroed (``zero``)."""
+    _, dim1, dim0 = shape
+    per = bk // g
+    row0 = b * fold + k0
+    tile = np.concatenate([rg.tma_box(flat, dim0, dim1, strides[1], (row0 + j) % g * ld + x0, (row0 + j) // g, bx, per)
+                           for j in range(g)])
+    k_len, f = K - k0, full - b * fold - k0
+    rows = min(k_len, bk)
+    for k in range(min(max(f, 0), rows), rows):
+        for x in range(bx):
+            tile[(k % g) * per + k // g, x] = flat[(b * fold + k0 + k) * ld + x0 + x] if x0 + x < X else 0.0
+    if zero and k_len < bk and f > k_len:
+        for k in range(k_len, min(f, bk)):
+            tile[(k % g) * per + k // g] = 0.0
+    return tile
+
+
+def _folded_x_tile(flat, shape, strides, ld, g, fold, full, b, x0, k0, K, X, bx, bk, fill=True):
+    """The same for rows of m or n: the boxes, the K mask in the last K tile, rows below X past
+    ``full`` filled."""
+    _, dim1, dim0 = shape
+    per = bx // g
+    row0 = b * fold + x0
+    tile = np.concatenate([rg.tma_box(flat, dim0, dim1, strides[1], (row0 + j) % g * ld + k0, (row0 + j) // g, bk, per)
+                           for j in range(g)])
+    k_len, f = K - k0, full - b * fold - x0
+    if k_len < bk:
+        tile[:, k_len:] = 0
+    rows = min(bx, X - x0)
+    if fill:
+        for x in range(min(max(f, 0), rows), rows):
+            for k in range(min(k_len, bk)):
+                tile[(x % g) * per + x // g, k] = flat[(b * fold + x0 + x) * ld + k0 + k]
+    return tile
+
+
+def _folded_tiles_agree(which, layout, M, N, K, pad, extra, batch, bx, bk, **kw):
+    """Every stage tile of every batch of operand ``which`` (rows ``pad`` floats longer than its
+    floats, one more where that would be a 16-byte multiple; batches ``extra`` rows further apart,
+    one more where the batch stride would be one, which needs no folding), through the host's map and fold_args and the
+    kernel's coordinates and writes, read back as the core (k_slot) and the epilogue (out_m / out_n)
+    read it, against the operand."""
+    rows_of_k = (which == "a") == (layout[0] == "t") if which == "a" else layout[1] == "n"
+    X = M if which == "a" else N
+    rows, inner = (K, X) if rows_of_k else (X, K)
+    ld = inner + pad + ((inner + pad) % 4 == 0)
+    per = rows + extra
+    per += per * ld % 4 == 0
+    lda, a_per = (ld, per) if which == "a" else (-(-(K if layout[0] == "n" else M) // 4) * 4, None)
+    ldb, b_per = (ld, per) if which == "b" else (-(-(N if layout[1] == "n" else K) // 4) * 4, None)
+    a_per = a_per or (M if layout[0] == "n" else K)
+    b_per = b_per or (K if layout[1] == "n" else N)
+    p = folded(M, N, K, layout, lda, ldb, a_per, b_per, batch)
+    op = p.operand(which)
+    g = op.row_group
+    assert g > 1 and op.row_fold == per, (g, op.row_fold)
+    cfg = S11.config({"block_m": bx if which == "a" else 32, "block_n": bx if which == "b" else 32, "warp_m": 16,
+                      "warp_n": 32, "block_k": bk, "k_unroll": 1})
+    assert not s11_tma.tma_problems(cfg, p), s11_tma.tma_problems(cfg, p)
+    _, shape, strides, box, _ = s11_tma.operand_maps(cfg, p)[which]
+    assert shape[0] == 1 and box[1] == (bk if rows_of_k else bx) // g
+    args = [int(v) for v in s11_tma.fold_args(p)]
+    fold, full = args[0:2] if which == "a" else args[2:4]
+    flat = _batched_rows(batch, rows, inner, ld, per, np.random.default_rng(rows * ld + batch))
+    for b in range(batch):
+        base = b * per * ld
+        for x0 in range(0, X, bx):
+            for k0 in range(0, K, bk):
+                if rows_of_k:
+                    tile = _folded_k_tile(flat, shape, strides, ld, g, fold, full, b, x0, k0, K, X, bx, bk, **kw)
+                    for k in range(bk):
+                        row = tile[(k % g) * (bk // g) + k // g]  # k_slot
+                        for c in range(min(bx, X - x0)):
+                            want = flat[base + (k0 + k) * ld + x0 + c] if k0 + k < K else 0.0
+                            if not row[c] == want:
+                                return False
+                else:
+                    tile = _folded_x_tile(flat, shape, strides, ld, g, fold, full, b, x0, k0, K, X, bx, bk, **kw)
+                    for s in range(bx):
+                        x = (s % (bx // g)) * g + s // (bx // g)  # out_m / out_n
+                        if x0 + x >= X:
+                            continue  # never stored
+                        for k in range(bk):
+                            want = flat[base + (x0 + x) * ld + k0 + k] if k0 + k < K else 0.0
+                            if not tile[s, k] == want:
+                                return False
+    return True
+
+
+@pytest.mark.parametrize("which,layout", [("a", "tn"), ("b", "nn"), ("a", "nt"), ("b", "tt")])
+@pytest.mark.parametrize("M,N,K,pad,extra,batch,bx,bk", [
+    (37, 45, 29, 0, 0, 3, 32, 8),   # contiguous, G 4 (rows of 37, 45 or 29 floats), tails everywhere
+    (30, 30, 30, 0, 1, 4, 32, 16),  # G 2, one row of padding between the batches
+    (13, 19, 17, 2, 3, 5, 64, 16),  # padded rows, batches smaller than a tile
+    (9, 7, 6, 1, 0, 6, 32, 8),      # a tile spans several batches
+])
+def test_folded_batches_tiles_are_each_batchs_own(row_groups_on, which, layout, M, N, K, pad, extra, batch, bx, bk):
+    """Folded batches (Operand.row_fold): a tile may start inside a group and its boxes reach into
+    the next batch; every tile of every batch still reads back as that batch's floats, zeros past
+    K, with NaN and Inf between rows and batches."""
+    assert _folded_tiles_agree(which, layout, M, N, K, pad, extra, batch, bx, bk)
+
+
+def test_folded_rows_of_k_past_k_are_the_next_batchs_without_the_zeros(row_groups_on):
+    assert _folded_tiles_agree("b", "nn", 37, 45, 29, 0, 0, 3, 32, 8)
+    assert not _folded_tiles_agree("b", "nn", 37, 45, 29, 0, 0, 3, 32, 8, zero=False)
+    assert not _folded_tiles_agree("a", "tn", 37, 45, 29, 0, 0, 3, 32, 8, zero=False)
+
+
+def test_folded_rows_of_m_past_full_need_the_fill(row_groups_on):
+    assert not _folded_tiles_agree("a", "nt", 37, 45, 29, 0, 0, 3, 32, 8, fill=False)
+
+
 # ---- GPU: s11 on row groups against float64 ----------------------------------------------------------
-def _rows(rows, inner, ld, batch=1):
-    """A (batch, rows, inner) float32 view with rows ``ld`` floats apart (batches a 16-byte multiple
-    apart) in a buffer whose padding between rows and after them is NaN and Inf; signed data with
-    exponents from 2^-8 to 2^8."""
+def _rows(rows, inner, ld, batch=1, per=None):
+    """A (batch, rows, inner) float32 view with rows ``ld`` floats apart (batches ``per`` floats
+    apart; by default the 16-byte multiple after the rows) in a buffer whose padding between rows
+    and after them is NaN and Inf; signed data with exponents from 2^-8 to 2^8."""
     import torch
 
-    per = -(-rows * ld // 4) * 4
+    per = -(-rows * ld // 4) * 4 if per is None else per
     n = batch * per
     buf = torch.where(torch.arange(n, device="cuda") % 2 == 0, float("nan"), float("inf")).float()
     view = buf.as_strided((batch, rows, inner), (per, ld, 1))
@@ -435,6 +609,34 @@ def test_gpu_s11_row_groups_split_and_batched(row_groups_gpu, capsys, layout, pa
                                                       **plan})
     else:
         out = gemmlab.gemm_batched(a, b, stage="s11")
+    torch.cuda.synchronize()
+    err = capsys.readouterr().err
+    assert "-> s11" in err and "row_group" in err, err
+    _check_elementwise(out, a, b)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", ["nn", "tn", "tt", "nt"])
+@pytest.mark.parametrize("M,N,K,batch,extra", [(333, 555, 777, 8, 0), (255, 255, 255, 32, 0), (37, 45, 29, 5, 3),
+                                               (9, 7, 6, 6, 1), (130, 67, 301, 3, 0)])
+def test_gpu_s11_folded_batches(row_groups_gpu, capsys, layout, M, N, K, batch, extra):
+    """Batches whose stride is a whole number of unaligned rows (torch's contiguous bmm operands,
+    and with ``extra`` rows of NaN and Inf between the batches): s11 folds them into the rows
+    (Operand.row_fold) and each batch's product is right, tiles that start inside a group and
+    boxes that reach into the next batch included."""
+    import torch
+
+    import gemmlab
+
+    def operand(rows, inner):
+        ld = inner + (inner % 4 == 0)
+        per = (rows + extra) * ld
+        per += ld * (per % 4 == 0)  # a batch stride of whole rows that is not 16-byte aligned
+        return _rows(rows, inner, ld, batch, per)
+
+    a = operand(M, K) if layout[0] == "n" else operand(K, M).transpose(-1, -2)
+    b = operand(K, N) if layout[1] == "n" else operand(N, K).transpose(-1, -2)
+    out = gemmlab.gemm_batched(a, b, stage="s11")
     torch.cuda.synchronize()
     err = capsys.readouterr().err
     assert "-> s11" in err and "row_group" in err, err

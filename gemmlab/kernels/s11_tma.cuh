@@ -20,7 +20,9 @@
 //   - A_ROW_GROUP / B_ROW_GROUP (2 or 4): an operand whose rows are not 16-byte aligned is read by TMA
 //     as row groups (copy/row_groups.cuh): G boxes a stage, the tile's rows in row-group order (rows
 //     of k: the core reads them through k_slot; rows of m or n: the epilogue stores them through
-//     out_m / out_n), and what the boxes cannot bring written by the consumers.
+//     out_m / out_n), and what the boxes cannot bring written by the consumers. Such a kernel takes
+//     a RowFold: where each operand's rows end in whole groups, and (folded batches, whose stride
+//     is not 16-byte aligned) how many rows one batch moves its first row.
 // The tensor maps are built on the host (stages/tensor_map.py) and passed as
 // `const __grid_constant__` parameters. They are 3-D (inner, outer, batch); batch_mask bit 0/1
 // says whether A/B have a batch dimension (else every batch reads batch 0: broadcast).
@@ -125,6 +127,25 @@ struct S11Tma {
     static __device__ __forceinline__ void run(const GemmArgs& args, int64 row0, int64 col0, unsigned char* smem,
                                                const async::TmaDescriptor& a_map, const async::TmaDescriptor& b_map,
                                                int batch_mask, const Finish& finish = Finish{}) {
+        static_assert(!ROW_GROUPS, "row groups: the kernel takes the RowFold (the run below)");
+        run_folded(args, row0, col0, smem, a_map, b_map, batch_mask, RowFold{}, finish);
+    }
+
+    // Row groups (stages/s11_tma.py extra_args): per operand, rows a batch moves the first row by
+    // (0: the batch is a tensor dimension) and the first row in no whole group of the tensor (rows
+    // counted through the folded batches).
+    static __device__ __forceinline__ void run(const GemmArgs& args, int64 row0, int64 col0, unsigned char* smem,
+                                               const async::TmaDescriptor& a_map, const async::TmaDescriptor& b_map,
+                                               int batch_mask, int a_fold, int a_full, int b_fold, int b_full) {
+        run_folded(args, row0, col0, smem, a_map, b_map, batch_mask, RowFold{a_fold, a_full, b_fold, b_full},
+                   StoreTile{});
+    }
+
+    template <class Finish>
+    static __device__ __forceinline__ void run_folded(const GemmArgs& args, int64 row0, int64 col0, unsigned char* smem,
+                                                      const async::TmaDescriptor& a_map,
+                                                      const async::TmaDescriptor& b_map, int batch_mask,
+                                                      const RowFold& fold, const Finish& finish) {
         const unsigned raw = async::smem_address(smem);
         const unsigned base = (raw + 1023u) & ~1023u;
         unsigned char* aligned = smem + (base - raw);
@@ -158,6 +179,10 @@ struct S11Tma {
         // what the consumers write; unread where the rows are aligned).
         const int64 a_ld = A_K_MAJOR_ ? args.a_row_stride : args.a_col_stride;
         const int64 b_ld = B_N_MAJOR_ ? args.b_row_stride : args.b_col_stride;
+        // Row groups: this batch's first row among the operand's rows (folded batches), and where
+        // its rows stop lying in whole groups, counted from it (copy/row_groups.cuh ``full``).
+        const int a_first = fold.a_fold * static_cast<int>(blockIdx.z);
+        const int b_first = fold.b_fold * static_cast<int>(blockIdx.z);
 
         // Producer: tile -> stage, both boxes completing on the stage's full barrier.
         auto issue = [&](int tile, int stage) {
@@ -169,14 +194,14 @@ struct S11Tma {
             // G boxes of a tile's rows / G (G 1: one box): A [BLOCK_M][BLOCK_K] (swizzled) or
             // [BLOCK_K][BLOCK_M]; B [BLOCK_K][BLOCK_N] or [BLOCK_N][BLOCK_K] (swizzled)
             if constexpr (A_K_MAJOR_) {
-                AGroups::load(a_dst, &a_map, bar, k0, m0, static_cast<int>(a_ld), a_batch);
+                AGroups::load(a_dst, &a_map, bar, k0, a_first + m0, static_cast<int>(a_ld), a_batch);
             } else {
-                AGroups::load(a_dst, &a_map, bar, m0, k0, static_cast<int>(a_ld), a_batch);
+                AGroups::load(a_dst, &a_map, bar, m0, a_first + k0, static_cast<int>(a_ld), a_batch);
             }
             if constexpr (B_N_MAJOR_) {
-                BGroups::load(b_dst, &b_map, bar, n0, k0, static_cast<int>(b_ld), b_batch);
+                BGroups::load(b_dst, &b_map, bar, n0, b_first + k0, static_cast<int>(b_ld), b_batch);
             } else {
-                BGroups::load(b_dst, &b_map, bar, k0, n0, static_cast<int>(b_ld), b_batch);
+                BGroups::load(b_dst, &b_map, bar, k0, b_first + n0, static_cast<int>(b_ld), b_batch);
             }
         };
 
@@ -251,21 +276,23 @@ struct S11Tma {
             if constexpr (ROW_GROUPS) {
                 // What the boxes cannot bring (copy/row_groups.cuh gaps), written by the consumers,
                 // who then meet (barrier 1) before any of them reads the tile.
-                const int k_end = static_cast<int>((args.k_begin + args.K) % 4);
                 const int k_len = static_cast<int>(args.K) - t * BLOCK_K;  // the tile's k's, BLOCK_K or fewer
                 const bool last = t == num_tiles - 1;
-                const bool a_gaps = AGroups::gaps(last, k_end, k_len, row0, args.M);
-                const bool b_gaps = BGroups::gaps(last, k_end, k_len, col0, args.N);
+                const int64 k_first = args.k_begin + static_cast<int64>(t) * BLOCK_K;  // the tile's first k
+                const int64 a_full = fold.a_full - a_first, b_full = fold.b_full - b_first;
+                const int64 a_row = A_K_MAJOR_ ? row0 : k_first, b_row = B_N_MAJOR_ ? k_first : col0;
+                const bool a_gaps = AGroups::gaps(last, k_len, a_row, a_full, args.M);
+                const bool b_gaps = BGroups::gaps(last, k_len, b_row, b_full, args.N);
                 if (a_gaps || b_gaps) {
                     const int thread = static_cast<int>(threadIdx.x);
                     auto a_chunk = [](int r, int c) { return Core::A_ROWS_SWIZZLED ? Core::swizzle_chunk(r, c) : c; };
                     auto b_chunk = [](int r, int c) { return Core::swizzle_chunk(r, c); };  // Bs[n][k]: swizzled
                     if (a_gaps)
                         AGroups::fill_gaps(const_cast<float*>(a_tiles) + stage * (A_STAGE_BYTES / 4), args.A, a_ld, last,
-                                           k_end, k_len, t, row0, args.M, a_chunk, thread, CONSUMERS);
+                                           k_len, t, a_row, a_full, row0, args.M, a_chunk, thread, CONSUMERS);
                     if (b_gaps)
                         BGroups::fill_gaps(const_cast<float*>(b_tiles) + stage * (B_STAGE_BYTES / 4), args.B, b_ld, last,
-                                           k_end, k_len, t, col0, args.N, b_chunk, thread, CONSUMERS);
+                                           k_len, t, b_row, b_full, col0, args.N, b_chunk, thread, CONSUMERS);
                     async::named_barrier_sync(1, CONSUMERS);
                 }
             }

@@ -55,7 +55,8 @@ def operand_maps(cfg, problem: Problem) -> dict:
     """The tensor map arguments of A and B: {"a": (ptr, shape, strides, box, swizzle), "b": ...}
     (outermost first: (batch, outer, inner)), plus "batch_mask". An operand read as row groups of G
     (``row_groups``) is (batch, K // G groups, (G-1)·ld + x floats), the groups G·ld apart, its box
-    block_k / G groups deep (the kernel issues G of them a stage)."""
+    block_k / G groups deep (the kernel issues G of them a stage); with its batches folded
+    (Operand.row_fold), (1, folded rows // G, ...)."""
     bm, bn, bk = cfg["block_m"], cfg["block_n"], cfg["block_k"]
     p = problem
     out = {}
@@ -80,10 +81,13 @@ def operand_maps(cfg, problem: Problem) -> dict:
         if outer == 1:
             outer_stride = -(-inner // 4) * 4
         g = groups[which]
+        batched = p.batch > 1 and bs != 0
         if g > 1:  # rows of k or (A K-major) of m: box[1] rows, G boxes of box[1] // G
+            op = p.operand(which)
+            if op.row_fold:  # the batches' rows are one tensor (Operand.row_fold)
+                outer, batched = op.folded_rows, False
             inner, outer, outer_stride = (g - 1) * outer_stride + inner, outer // g, g * outer_stride
             box = (1, box[1] // g, box[2])
-        batched = p.batch > 1 and bs != 0
         extent = outer * outer_stride
         batch_stride = bs if batched else -(-extent // 4) * 4
         out[which] = (ptr, (p.batch if batched else 1, outer, inner), (batch_stride, outer_stride, inner_stride),
@@ -125,7 +129,23 @@ def tma_problems(cfg, problem: Problem) -> list[str]:
             out.append(f"{which.upper()}: batches overlap (batch stride {strides[0]} elements)")
         if shape[2] >= INT32_LIMIT:  # row groups: box coordinates reach (G-1)·ld + x
             out.append(f"{which.upper()}: a row group of {shape[2]} floats (TMA coordinates are 32-bit)")
+    for which, g in zip("ab", (ga, gb)):
+        rows = p.operand(which).folded_rows
+        if g > 1 and rows + 256 >= INT32_LIMIT:  # the kernel's row coordinates (a tile past the last row)
+            out.append(f"{which.upper()}: {rows} rows through the folded batches (TMA coordinates are 32-bit)")
     return out
+
+
+def fold_args(problem: Problem) -> list:
+    """A row-grouped kernel's RowFold (kernels/copy/row_groups.cuh): per operand the rows one batch
+    moves its first row by (Operand.row_fold; 0: the batch is a map dimension) and the first row
+    in no whole group of the map (folded rows, rounded down to whole groups); 0, 0 for an operand
+    whose rows are aligned."""
+    out = []
+    for which, g in zip("ab", row_groups(problem)):
+        op = problem.operand(which)
+        out += [op.row_fold, op.folded_rows // g * g] if g > 1 else [0, 0]
+    return [np.int32(v) for v in out]
 
 
 class Tma(CpAsync):
@@ -270,15 +290,21 @@ class Tma(CpAsync):
             raise ConfigError(f"stage {self.id} cannot run this problem on TMA: " + "; ".join(bad) +
                               " (gemm() hands such problems to s10)")
 
-    # ---- kernel parameters: the two tensor maps and the batch mask --------------------------
+    # ---- kernel parameters: the tensor maps, the batch mask (row groups: and the RowFold) ----------
     def extra_params(self, cfg, variant):
-        return [("const __grid_constant__ gemmlab::async::TmaDescriptor a_map", "a_map"),
-                ("const __grid_constant__ gemmlab::async::TmaDescriptor b_map", "b_map"),
-                ("int tma_batch_mask", "tma_batch_mask")]
+        params = [("const __grid_constant__ gemmlab::async::TmaDescriptor a_map", "a_map"),
+                  ("const __grid_constant__ gemmlab::async::TmaDescriptor b_map", "b_map"),
+                  ("int tma_batch_mask", "tma_batch_mask")]
+        if variant.get("a_row_group", 1) > 1 or variant.get("b_row_group", 1) > 1:  # the RowFold
+            params += [(f"int {n}", n) for n in ("a_fold", "a_full", "b_fold", "b_full")]
+        return params
 
     def extra_args(self, cfg, variant, problem):
         maps = operand_maps(cfg, problem)
-        return [tensor_map.TensorMapArg(w, *maps[w][1:]) for w in ("a", "b")] + [np.int32(maps["batch_mask"])]
+        args = [tensor_map.TensorMapArg(w, *maps[w][1:]) for w in ("a", "b")] + [np.int32(maps["batch_mask"])]
+        if variant.get("a_row_group", 1) > 1 or variant.get("b_row_group", 1) > 1:
+            args += fold_args(problem)
+        return args
 
     def smem_accesses(self, cfg, variant=None):
         """Warp 0's fragment loads for one k group (4 k steps), as s10 (B K-major one k at a time
