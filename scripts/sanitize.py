@@ -1,6 +1,7 @@
 """Small shapes of the given stages, for compute-sanitizer (memcheck, racecheck, synccheck).
 ``--config JSON``: the stages run at that config (e.g. s10 with frag_carry). ``--row-groups``: s11's
-TMA row groups on (s11_tma.ROW_GROUPS), and operands whose rows of k are not 16-byte aligned.
+TMA row groups on (s11_tma.ROW_GROUPS), and operands whose rows are not 16-byte aligned (batched:
+folded batches too).
 
     compute-sanitizer --tool memcheck python3 scripts/sanitize.py s09 s10 s11
     compute-sanitizer --tool racecheck python3 scripts/sanitize.py s10 --config '{"frag_carry": 1}'
@@ -41,6 +42,15 @@ if "--row-groups" in args:
             r = compare(out, reference(a, b, None, 1.0, 0.0), K)
             print("s11 row groups", cfg, M, N, K, layout, a.stride(), b.stride(), "ok" if r.correct else f"WRONG {r}",
                   flush=True)
+    # folded batches (Operand.row_fold): contiguous batched operands whose rows and batch strides
+    # are not 16-byte aligned; tiles that start inside a group, boxes into the next batch
+    for (M, N, K, layout, batch) in ((37, 45, 29, "tt", 5), (67, 33, 35, "nt", 3), (35, 66, 9, "nn", 4)):
+        a = torch.rand(batch, K, M, device="cuda").transpose(1, 2) if layout[0] == "t" else torch.rand(batch, M, K, device="cuda")
+        b = torch.rand(batch, N, K, device="cuda").transpose(1, 2) if layout[1] == "t" else torch.rand(batch, K, N, device="cuda")
+        out = gemmlab.gemm_batched(a, b, stage="s11")
+        torch.cuda.synchronize()
+        ok = all(compare(out[i], reference(a[i], b[i], None, 1.0, 0.0), K).correct for i in range(batch))
+        print("s11 row groups, folded batches", M, N, K, layout, batch, "ok" if ok else "WRONG", flush=True)
     args = [x for x in args if x != "s11"]
     if not args:
         sys.exit(0)
