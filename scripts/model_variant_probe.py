@@ -217,7 +217,15 @@ def dry_run(shapes):
     would choose (CPU only, nothing timed): what a run will time, before a GPU is lent."""
     from gemmlab.stages import tensor_map
 
-    tensor_map.available = lambda: True  # as on the H200 (the driver encodes tensor maps), not this machine
+    # as on the H200 (the driver encodes tensor maps), not this machine; undone before returning
+    undo = apply(((tensor_map, "available", lambda: True),))
+    try:
+        _dry_run(shapes)
+    finally:
+        apply(undo)
+
+
+def _dry_run(shapes):
     names = list(VARIANTS)
 
     def what(s):

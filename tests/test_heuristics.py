@@ -654,6 +654,7 @@ def test_model_variant_probe_dry_run_lists_the_changed_choices(capsys, monkeypat
     assert not mvp.h200_choice(*shapes[0]).repack  # the variant's setting undone
 
 
+@pytest.mark.usefixtures("row_groups_off")
 def test_model_variant_probe_dry_run_counts_a_changed_stand_in(capsys, monkeypatch):
     """A variant of the stand-in's rules (stand_in_ku2: s10's stand-in at k_unroll 2 at most) keeps
     the choice and changes what runs: --dry counts it (468x2127x1208 nn, unaligned, whose 128x256
@@ -663,11 +664,28 @@ def test_model_variant_probe_dry_run_counts_a_changed_stand_in(capsys, monkeypat
     shapes = [(468, 2127, 1208, "nn", 1), (512, 2048, 1024, "nn", 1)]
     base = mvp.runs(mvp.h200_choice(*shapes[0]), *shapes[0])
     assert dict(base[1])["k_unroll"] == 4 and mvp.runs(mvp.h200_choice(*shapes[1]), *shapes[1]) == ()
+    from gemmlab.stages import tensor_map
+
+    available = tensor_map.available
     mvp.dry_run(shapes)
+    assert tensor_map.available is available  # counted as on the H200 inside the run only
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("stand_in_ku2: 1 of 2 plans differ")
     assert out[1].split()[0] == "468x2127x1208" and out[1].endswith("(another stand-in)")
     assert out[-1] == "changed: 468 2127 1208 nn 1"
+
+
+@pytest.mark.usefixtures("row_groups_off")
+def test_model_variant_probe_dry_run_counts_s11_itself_where_row_groups_take_the_problem(capsys, monkeypatch):
+    """--dry asks as on the H200, where the driver encodes tensor maps: 255x255x255x32 nt (unaligned
+    rows and batch strides, folded) keeps its choice and runs s11 itself instead of s10's stand-in
+    under row groups; this machine's driver (none) does not hide that."""
+    mvp = load_script("model_variant_probe")
+    monkeypatch.setattr(mvp, "VARIANTS", {k: mvp.VARIANTS[k] for k in ("as_is", "row_groups")})
+    mvp.dry_run([(255, 255, 255, "nt", 32)])
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("row_groups: 1 of 1 plans differ")
+    assert out[1].split()[0] == "255x255x255x32" and out[1].endswith("(itself, no stand-in)")
 
 
 @pytest.mark.usefixtures("row_groups_off")
