@@ -2,6 +2,12 @@
 s11_tma.ROW_GROUPS, kernels/copy/row_groups.cuh; docs/stages/s10-s11.md, "Rows that are not 16-byte
 aligned on TMA"; tests/test_row_groups.py checks the kernel's index maths through this model).
 
+**The view does not run on the hardware.** Box j of a group starts at dim-0 coordinate j·ld + c0,
+4-byte aligned only, and TMA does not load a box whose start is not 16-byte aligned: every
+row-group kernel faulted ("illegal instruction", H100, 2026-12-06) at its second box
+(scripts/tma_start_probe.py). ``tma_box`` models that rule; ``aligned_start=False`` keeps the
+idealized TMA the design assumed, on which the index maths below are still checked.
+
 TMA needs a 16-byte aligned base and strides that are multiples of 16 bytes. A row-major operand
 whose leading dimension ``ld`` is not a multiple of 4 floats fails the second: today it is either
 repacked into an aligned copy (a kernel launch and ~2 bytes moved per byte read) or run by s10 on
@@ -72,10 +78,20 @@ def max_offset(v: RowGroups) -> int:
     return (v.dim1 - 1) * v.stride1 + v.dim0 - 1
 
 
-def tma_box(flat: np.ndarray, dim0: int, dim1: int, stride1: int, c0: int, c1: int, b0: int, b1: int) -> np.ndarray:
-    """A tiled TMA load as the hardware defines it: box [b1][b0] from coordinates (c0, c1); an
-    element outside [0, dim0) x [0, dim1) reads 0 (the fill), inside it reads ``flat``, which must
-    hold it (an IndexError here is a read past the operand)."""
+class UnalignedBox(ValueError):
+    """A box whose dim-0 start is not 16-byte aligned: the hardware does not load it."""
+
+
+def tma_box(flat: np.ndarray, dim0: int, dim1: int, stride1: int, c0: int, c1: int, b0: int, b1: int,
+            aligned_start: bool = True) -> np.ndarray:
+    """A tiled TMA load: box [b1][b0] from coordinates (c0, c1); an element outside [0, dim0) x
+    [0, dim1) reads 0 (the fill), inside it reads ``flat``, which must hold it (an IndexError here
+    is a read past the operand). As the hardware does it (``aligned_start``), the box must start at
+    a 16-byte boundary of dim 0 (c0 a multiple of 4 floats; UnalignedBox otherwise: the H100 faults,
+    "illegal instruction", scripts/tma_start_probe.py); aligned_start=False models an idealized TMA
+    that starts anywhere, on which the row-group design below was built."""
+    if aligned_start and c0 % VEC:
+        raise UnalignedBox(f"box starts at float {c0} of dim 0, {4 * (c0 % VEC)} bytes past a 16-byte boundary")
     out = np.zeros((b1, b0), flat.dtype)
     for r in range(b1):
         y = c1 + r
@@ -104,14 +120,16 @@ def smem_slot(row: int, box_rows: int, G: int) -> int:
 
 
 def load_tile(flat: np.ndarray, v: RowGroups, ld: int, rows: int, inner: int, r0: int, c0: int,
-              box_rows: int, box_inner: int, *, mask: bool = True, tail: bool = True) -> np.ndarray:
+              box_rows: int, box_inner: int, *, mask: bool = True, tail: bool = True,
+              aligned_start: bool = False) -> np.ndarray:
     """The shared-memory tile (rows in smem order) of rows [r0, r0 + box_rows) and columns
-    [c0, c0 + box_inner), as the kernel would build it: G TMA boxes, then the columns past
-    ``inner`` zeroed (``mask_inner``) and the tail rows loaded by plain loads (``tail_rows``)."""
+    [c0, c0 + box_inner), as the kernel would build it: G TMA boxes (on the idealized TMA unless
+    ``aligned_start``: see tma_box), then the columns past ``inner`` zeroed (``mask_inner``) and the
+    tail rows loaded by plain loads (``tail_rows``)."""
     assert box_rows % v.G == 0 and r0 % v.G == 0
     per = box_rows // v.G
-    smem = np.concatenate([tma_box(flat, v.dim0, v.dim1, v.stride1, j * ld + c0, r0 // v.G, box_inner, per)
-                           for j in range(v.G)])
+    smem = np.concatenate([tma_box(flat, v.dim0, v.dim1, v.stride1, j * ld + c0, r0 // v.G, box_inner, per,
+                                   aligned_start) for j in range(v.G)])
     if mask:
         mask_inner(smem, c0, inner)
     if tail:
@@ -187,7 +205,8 @@ def main():
         ld = inner + py.choice((0, 0, 1, 2, 3, 5))
         rows = py.randint(group_rows(ld), 70)
         tiles += check(rows, inner, ld, py.choice((8, 16, 32)), py.choice((8, 16, 32)), rng)
-    print(f"row groups: {tiles} tiles of 60 random operands equal to the operand's own floats")
+    print(f"row groups (idealized TMA: boxes start anywhere): {tiles} tiles of 60 random operands equal to the "
+          "operand's own floats")
 
 
 if __name__ == "__main__":

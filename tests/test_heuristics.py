@@ -679,7 +679,11 @@ def test_model_variant_probe_dry_run_counts_a_changed_stand_in(capsys, monkeypat
 def test_model_variant_probe_dry_run_counts_s11_itself_where_row_groups_take_the_problem(capsys, monkeypatch):
     """--dry asks as on the H200, where the driver encodes tensor maps: 255x255x255x32 nt (unaligned
     rows and batch strides, folded) keeps its choice and runs s11 itself instead of s10's stand-in
-    under row groups; this machine's driver (none) does not hide that."""
+    under row groups (on the idealized TMA of the design: UNALIGNED_BOX_STARTS); this machine's
+    driver (none) does not hide that."""
+    from gemmlab.stages import s11_tma
+
+    monkeypatch.setattr(s11_tma, "UNALIGNED_BOX_STARTS", True)
     mvp = load_script("model_variant_probe")
     monkeypatch.setattr(mvp, "VARIANTS", {k: mvp.VARIANTS[k] for k in ("as_is", "row_groups")})
     mvp.dry_run([(255, 255, 255, "nt", 32)])

@@ -6,6 +6,7 @@ model, and on the GPU against float64."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 import pytest
@@ -13,6 +14,9 @@ import pytest
 from script_loader import load_script
 
 rg = load_script("row_group_model")
+# The row-group design's boxes on an idealized TMA that starts a box anywhere; the hardware does not
+# (test_the_hardware_does_not_load_a_groups_later_boxes): the index maths are still checked on it.
+_ideal_box = functools.partial(rg.tma_box, aligned_start=False)
 
 
 @pytest.mark.parametrize("ld_mod", [1, 2, 3, 0])
@@ -95,8 +99,32 @@ BASE = 1 << 40  # a fake 16-byte aligned device address
 
 @pytest.fixture
 def row_groups_on(monkeypatch):
+    """Row groups on, on the idealized TMA (UNALIGNED_BOX_STARTS: the design, not the hardware)."""
+    monkeypatch.setattr(s11_tma, "ROW_GROUPS", True)
+    monkeypatch.setattr(s11_tma, "UNALIGNED_BOX_STARTS", True)
+    monkeypatch.setattr(s11_tma.tensor_map, "available", lambda: True)
+
+
+def test_the_hardware_does_not_load_a_groups_later_boxes(monkeypatch):
+    """TMA loads a box only from a 16-byte boundary of dim 0 (the H100 faulted on every row-group
+    kernel at its second box; scripts/tma_start_probe.py): box j >= 1 of a group starts j·ld floats
+    in, so the model refuses the design's tiles, and with ROW_GROUPS on s11 still refuses row groups
+    and s10 takes the problem."""
+    flat = rg.operand(8, 30, 31, np.random.default_rng(0))
+    v = rg.view(8, 30, 31)
+    assert rg.tma_box(flat, v.dim0, v.dim1, v.stride1, 0, 0, 16, 2).shape == (2, 16)  # box 0: aligned
+    with pytest.raises(rg.UnalignedBox, match="12 bytes past a 16-byte boundary"):
+        rg.tma_box(flat, v.dim0, v.dim1, v.stride1, 31, 0, 16, 2)                    # box 1: 124 bytes in
+    with pytest.raises(rg.UnalignedBox):
+        rg.load_tile(flat, v, 31, 8, 30, 0, 0, 8, 16, aligned_start=True)
+    assert rg.load_tile(flat, v, 31, 8, 30, 0, 0, 8, 16).shape == (8, 16)            # the idealized TMA
     monkeypatch.setattr(s11_tma, "ROW_GROUPS", True)
     monkeypatch.setattr(s11_tma.tensor_map, "available", lambda: True)
+    assert not s11_tma.UNALIGNED_BOX_STARTS
+    p = strided(129, 37, 51, "nn", 1, 1)
+    assert s11_tma.row_groups(p) != (1, 1)
+    assert any("not 16-byte aligned" in m for m in s11_tma.tma_problems(S11.default_config, p))
+    assert S11.fallback(S11.default_config, p)[0].id == "s10"
 
 
 def _padded(rows, cols, row_major, pad):
@@ -183,7 +211,7 @@ def _kernel_tile(flat, shape, strides, box, ld, g, x0, k0, K, x_len, bk):
     stride1 = strides[1]
     per = box[1]
     assert per == bk // g
-    tile = np.concatenate([rg.tma_box(flat, dim0, dim1, stride1, j * ld + x0, k0 // g, box[2], per) for j in range(g)])
+    tile = np.concatenate([_ideal_box(flat, dim0, dim1, stride1, j * ld + x0, k0 // g, box[2], per) for j in range(g)])
     tail = K % g
     if k0 <= K - 1 < k0 + bk and tail:
         for k in range(K - tail - k0, K - k0):
@@ -237,7 +265,7 @@ def _kernel_m_tile(flat, shape, strides, box, ld, g, m0, k0, M, K, bm, bk, mask=
     _, dim1, dim0 = shape
     per = box[1]
     assert per == bm // g and box[2] == bk
-    tile = np.concatenate([rg.tma_box(flat, dim0, dim1, strides[1], j * ld + k0, m0 // g, bk, per) for j in range(g)])
+    tile = np.concatenate([_ideal_box(flat, dim0, dim1, strides[1], j * ld + k0, m0 // g, bk, per) for j in range(g)])
     k_len = K - k0
     if mask and k_len < bk:
         tile[:, k_len:] = 0
@@ -384,7 +412,7 @@ def _folded_k_tile(flat, shape, strides, ld, g, fold, full, b, x0, k0, K, X, bx,
     _, dim1, dim0 = shape
     per = bk // g
     row0 = b * fold + k0
-    tile = np.concatenate([rg.tma_box(flat, dim0, dim1, strides[1], (row0 + j) % g * ld + x0, (row0 + j) // g, bx, per)
+    tile = np.concatenate([_ideal_box(flat, dim0, dim1, strides[1], (row0 + j) % g * ld + x0, (row0 + j) // g, bx, per)
                            for j in range(g)])
     k_len, f = K - k0, full - b * fold - k0
     rows = min(k_len, bk)
@@ -403,7 +431,7 @@ def _folded_x_tile(flat, shape, strides, ld, g, fold, full, b, x0, k0, K, X, bx,
     _, dim1, dim0 = shape
     per = bx // g
     row0 = b * fold + x0
-    tile = np.concatenate([rg.tma_box(flat, dim0, dim1, strides[1], (row0 + j) % g * ld + k0, (row0 + j) // g, bk, per)
+    tile = np.concatenate([_ideal_box(flat, dim0, dim1, strides[1], (row0 + j) % g * ld + k0, (row0 + j) // g, bk, per)
                            for j in range(g)])
     k_len, f = K - k0, full - b * fold - x0
     if k_len < bk:
@@ -536,6 +564,10 @@ def _check_elementwise(out, a, b):
     assert worst <= 1.0, worst
 
 
+ON_HARDWARE = pytest.mark.skip(reason="row groups do not run on TMA: a group's later boxes start off 16-byte "
+                                        "boundaries (UNALIGNED_BOX_STARTS; docs/stages/s10-s11.md)")
+
+
 @pytest.fixture
 def row_groups_gpu(monkeypatch):
     from gemmlab import api
@@ -556,6 +588,7 @@ RG_CONFIGS = [{}, {"block_m": 64, "block_n": 128, "warp_m": 32, "warp_n": 64, "b
 @pytest.mark.parametrize("layout,pad_a,pad_b", [("nn", 1, 1), ("nn", 0, 2), ("nn", 2, 0), ("tn", 1, 3), ("tn", 2, 1),
                                                 ("tn", 3, 0), ("tt", 1, 0), ("tt", 2, 1), ("tt", 0, 0), ("nt", 0, 0), ("nt", 3, 1),
                                                 ("nt", 1, 2)])
+@ON_HARDWARE
 def test_gpu_s11_row_groups(row_groups_gpu, capsys, config, layout, pad_a, pad_b):
     """s11 on operands whose rows are not 16-byte aligned, read as row groups (G 2 and 4; A's rows
     of k or m, B's of k or n), with K, M and N tails of every size, partial tiles at every edge,
@@ -591,6 +624,7 @@ def _problem_of(a, b, out):
 @pytest.mark.gpu
 @pytest.mark.parametrize("layout,pad_a,pad_b", [("nn", 1, 1), ("nn", 0, 0), ("tn", 1, 2), ("tt", 3, 0), ("nt", 2, 0),
                                                 ("tt", 0, 1)])
+@ON_HARDWARE
 @pytest.mark.parametrize("plan", [{"split_k": 2}, {"split_k": 3, "cluster_reduce": 0}, {"batch": 3}])
 def test_gpu_s11_row_groups_split_and_batched(row_groups_gpu, capsys, layout, pad_a, pad_b, plan):
     """Split-K (slices added in a cluster, and through the workspace: only the last slice has the K
@@ -619,6 +653,7 @@ def test_gpu_s11_row_groups_split_and_batched(row_groups_gpu, capsys, layout, pa
 @pytest.mark.parametrize("layout", ["nn", "tn", "tt", "nt"])
 @pytest.mark.parametrize("M,N,K,batch,extra", [(333, 555, 777, 8, 0), (255, 255, 255, 32, 0), (37, 45, 29, 5, 3),
                                                (9, 7, 6, 6, 1), (130, 67, 301, 3, 0)])
+@ON_HARDWARE
 def test_gpu_s11_folded_batches(row_groups_gpu, capsys, layout, M, N, K, batch, extra):
     """Batches whose stride is a whole number of unaligned rows (torch's contiguous bmm operands,
     and with ``extra`` rows of NaN and Inf between the batches): s11 folds them into the rows
@@ -643,6 +678,7 @@ def test_gpu_s11_folded_batches(row_groups_gpu, capsys, layout, M, N, K, batch, 
     _check_elementwise(out, a, b)
 
 
+@ON_HARDWARE
 @pytest.mark.gpu
 def test_gpu_auto_takes_row_groups_instead_of_a_copy(row_groups_gpu, capsys):
     """stage="auto" on a problem whose B rows are 1001 floats: s11 on row groups, no repack; and on

@@ -30,12 +30,20 @@ def _round_1k(n: int) -> int:
     return (n + 1023) // 1024 * 1024
 
 
-# An experiment (2026-12-06, eighteenth session; CPU-built, not yet run on a GPU): an operand whose
-# row stride is not a multiple of 16 bytes (either operand, either majorness) goes to TMA as row
-# groups (kernels/copy/row_groups.cuh, Problem's Operand.row_group) instead of a repack copy or s10's
+# An experiment (2026-12-06, eighteenth and nineteenth sessions): an operand whose row stride is
+# not a multiple of 16 bytes (either operand, either majorness) goes to TMA as row groups
+# (kernels/copy/row_groups.cuh, Problem's Operand.row_group) instead of a repack copy or s10's
 # 4-byte copies. heuristics/choice.py (tma_ready) then counts such a problem as aligned. Off: the
 # runtime as before.
 ROW_GROUPS = False
+
+# Whether TMA loads a box whose dim-0 start is not 16-byte aligned. It does not: every row-group
+# kernel faulted ("illegal instruction", H100, 2026-12-06) at the group's second box, which starts
+# ld floats in (compute-sanitizer placed the fault there; scripts/tma_start_probe.py asks the
+# question alone). So tma_problems refuses row groups whatever ROW_GROUPS says, and s10 takes
+# the problem; True only models the row-group design on the CPU (an idealized TMA), until boxes
+# start aligned (shifted boxes, realigned in shared memory: docs/stages/s10-s11.md).
+UNALIGNED_BOX_STARTS = False
 
 
 def row_groups(problem: Problem) -> tuple[int, int]:
@@ -110,6 +118,9 @@ def tma_problems(cfg, problem: Problem) -> list[str]:
     if p.splits > 1 and p.k_split % cfg["block_k"]:
         out.append(f"split-K slices of {p.k_split} are not whole K tiles of {cfg['block_k']}")
     ga, gb = row_groups(p)
+    if (ga > 1 or gb > 1) and not UNALIGNED_BOX_STARTS:
+        out.append("row groups: a group's boxes after the first start j·ld floats in, not 16-byte aligned, "
+                   "and TMA does not load them (UNALIGNED_BOX_STARTS)")
     if ga > 1 and p.a_k_major and cfg["block_m"] % (8 * ga):
         out.append(f"A's rows in groups of {ga} need block_m a multiple of {8 * ga} (whole swizzle periods a box)")
     if gb > 1 and not p.b_n_major and cfg["block_n"] % (8 * gb):
