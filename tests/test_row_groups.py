@@ -580,7 +580,7 @@ def row_groups_gpu(monkeypatch):
 
 
 RG_CONFIGS = [{}, {"block_m": 64, "block_n": 128, "warp_m": 32, "warp_n": 64, "block_k": 16, "stages": 4},
-              {"block_m": 32, "block_n": 64, "warp_m": 16, "warp_n": 32, "block_k": 8, "k_unroll": 1, "stages": 2}]
+              {"block_m": 32, "block_n": 64, "warp_m": 16, "warp_n": 32, "block_k": 16, "k_unroll": 1, "stages": 2}]
 
 
 @pytest.mark.gpu
