@@ -93,8 +93,11 @@ VARIANTS = {
     # the stand-in on 4-byte copies at k_unroll 2 at most (its K loop half the size where it was 4)
     "stand_in_ku2": ((s11_tma, "STAND_IN_MAX_K_UNROLL", 2),),
     # a tuned bucket's entry measured at another shape is checked against the waves model there
-    # (heuristics/choice.py, TUNED_MODEL_SLACK); random shapes in tuned buckets (--in-buckets)
+    # (heuristics/choice.py, TUNED_MODEL_SLACK; the runtime's 1.15 since 2026-12-06, so tuned_slack
+    # is as_is now and tuned_slack_off the entry taken wherever its bucket matches); random shapes
+    # in tuned buckets (--in-buckets)
     "tuned_slack": ((choice, "TUNED_MODEL_SLACK", 1.15),),
+    "tuned_slack_off": ((choice, "TUNED_MODEL_SLACK", None),),
     "tuned_slack130": ((choice, "TUNED_MODEL_SLACK", 1.3),),
     # rows of k that are not 16-byte aligned read by s11's TMA as row groups (s11_tma.ROW_GROUPS),
     # instead of a repack copy or s10's 4-byte copies
