@@ -338,7 +338,14 @@ for what in "$@"; do
         507 220 175 tt 64 468 2127 1208 nn 1 737 685 128 tt 32 547 760 383 nt 4 244 3217 979 nn 1 852 485 1420 tn 1 \
         560 705 300 nn 4 401 232 156 tn 64 333 2808 2392 tt 1 200 500 305 tt 32 512 444 539 nn 64 473 699 696 nn 32 \
         2877 327 1164 tn 1 731 657 120 nn 32 197 1004 3016 tt 1 ;;
+    tma-start)
+      # does TMA load a box whose dim-0 start is not 16-byte aligned? (H100, 2026-12-06: no, it faults)
+      step "TMA box starts 0, 4, 1, 2, 3 floats into a row (scripts/tma_start_probe.py)"
+      timeout 120 python3 scripts/tma_start_probe.py 2>&1 | grep -v -i warn | tee "$RES/tma-start-probe.txt" ;;
     row-groups)
+      # (2026-12-06, H100: every row-group kernel faulted, TMA does not load the groups' later boxes,
+      # which start off 16-byte boundaries; s11_tma.UNALIGNED_BOX_STARTS now refuses them, the GPU
+      # tests skip and s10 runs these problems: kept for a design whose boxes start aligned)
       # s11 on TMA row groups (s11_tma.ROW_GROUPS, off: an experiment, eighteenth session): the GPU
       # tests first (rows of k, m and n, G 2 and 4, K, M and N tails, split-K, batched, poisoned
       # padding, folded batches), then against the runtime on the shapes whose plan it changes
