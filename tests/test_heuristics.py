@@ -775,15 +775,32 @@ def test_a_stand_in_with_fewer_blocks_keeps_the_candidates_occupancy():
     assert free.seconds == pytest.approx(2 * (2 * work + over))
 
 
+def test_the_runtime_checks_tuned_entries_off_their_shape():
+    """TUNED_MODEL_SLACK is on (1.15, since 2026-12-06: every plan it changed ran faster on two seeds,
+    docs/dispatch.md): the own suite's 1792x1792x1792 nt no longer reads the 256x128 entry measured
+    at 2048^3 (98 tiles, 0.74 of a wave), as the H200 would choose with the shipped table."""
+    from gemmlab.heuristics import choice
+
+    assert choice.TUNED_MODEL_SLACK == 1.15
+    mvp = load_script("model_variant_probe")
+    c = mvp.h200_choice(1792, 1792, 1792, "nt", 1)
+    assert c.source != "tuned", c
+
+
 @pytest.mark.usefixtures("row_groups_off")
-def test_the_nearest_bound_rests_on_the_plans_the_h200_ran():
+def test_the_nearest_bound_rests_on_the_plans_the_h200_ran(monkeypatch):
     """choice.NEAREST_MODEL_SLACK (1.15) against the recorded random-shape runs (H200, 2026-12-04,
     results/h200/logs): each logged shape's choice today is the plan the runtime of then ran
     (`as_is` of variants-final-16/18.txt), except the 7 whose neighbours' tile the model puts
     1.17-1.30x over its best; those take the plan `nearest_off` ran in variants-16/18.txt (every
     variant in one process), which measured faster on both seeds and no more than 10% slower on
-    any shape."""
+    any shape. The tuned entries' own bound (TUNED_MODEL_SLACK, on since 2026-12-06: it moves the
+    logs' 1792x1792x1792 nt) is held at the logs' None."""
     from pathlib import Path
+
+    from gemmlab.heuristics import choice
+
+    monkeypatch.setattr(choice, "TUNED_MODEL_SLACK", None)
 
     pb = load_script("probe_breakdown")
     mvp = load_script("model_variant_probe")
