@@ -405,15 +405,20 @@ def _batched_rows(batch, rows, inner, ld, per, rng):
     return flat
 
 
+def _folded_boxes(flat, shape, strides, ld, g, row0, inner0, width, per):
+    """The G boxes of a tile whose first row is row0 (RowGroups::load): box j at group (row0+j)/G,
+    dim-0 coordinate ((row0+j) % G)·ld + inner0, ``per`` groups of ``width`` floats."""
+    _, dim1, dim0 = shape
+    return np.concatenate([_ideal_box(flat, dim0, dim1, strides[1], (row0 + j) % g * ld + inner0, (row0 + j) // g,
+                                      width, per) for j in range(g)])
+
+
 def _folded_k_tile(flat, shape, strides, ld, g, fold, full, b, x0, k0, K, X, bx, bk, zero=True):
     """A stage tile of a row-grouped operand with rows of k (copy/row_groups.cuh) as the kernel
     builds it for batch b: G boxes from row b·fold + k0, then RowGroups::fill_gaps: rows below K
     past ``full`` filled, rows past K before it zeroed (``zero``)."""
-    _, dim1, dim0 = shape
     per = bk // g
-    row0 = b * fold + k0
-    tile = np.concatenate([_ideal_box(flat, dim0, dim1, strides[1], (row0 + j) % g * ld + x0, (row0 + j) // g, bx, per)
-                           for j in range(g)])
+    tile = _folded_boxes(flat, shape, strides, ld, g, b * fold + k0, x0, bx, per)
     k_len, f = K - k0, full - b * fold - k0
     rows = min(k_len, bk)
     for k in range(min(max(f, 0), rows), rows):
@@ -428,11 +433,8 @@ def _folded_k_tile(flat, shape, strides, ld, g, fold, full, b, x0, k0, K, X, bx,
 def _folded_x_tile(flat, shape, strides, ld, g, fold, full, b, x0, k0, K, X, bx, bk, fill=True):
     """The same for rows of m or n: the boxes, the K mask in the last K tile, rows below X past
     ``full`` filled."""
-    _, dim1, dim0 = shape
     per = bx // g
-    row0 = b * fold + x0
-    tile = np.concatenate([_ideal_box(flat, dim0, dim1, strides[1], (row0 + j) % g * ld + k0, (row0 + j) // g, bk, per)
-                           for j in range(g)])
+    tile = _folded_boxes(flat, shape, strides, ld, g, b * fold + x0, k0, bk, per)
     k_len, f = K - k0, full - b * fold - x0
     if k_len < bk:
         tile[:, k_len:] = 0
