@@ -221,9 +221,10 @@ class Operand:
         base and batch stride (or batches folded into the rows: :attr:`row_fold`), and at least one
         whole group (G rows or more); 0 where neither works."""
         if self.k_major:
-            ready, inner_stride, stride, rows, inner = self.k_rows_ready, self.k_stride, self.x_stride, self.x, self.k
+            ready, inner_stride, inner = self.k_rows_ready, self.k_stride, self.k
         else:
-            ready, inner_stride, stride, rows, inner = self.x_rows_ready, self.x_stride, self.k_stride, self.k, self.x
+            ready, inner_stride, inner = self.x_rows_ready, self.x_stride, self.x
+        stride, rows = self.group_stride, self.group_rows
         if ready:
             return 1
         if inner <= 1 or inner_stride != 1 or stride <= 1 or self.ptr % 16:
@@ -239,12 +240,17 @@ class Operand:
         return self.x if self.k_major else self.k
 
     @property
+    def group_stride(self) -> int:
+        """The stride between those rows."""
+        return self.x_stride if self.k_major else self.k_stride
+
+    @property
     def row_fold(self) -> int:
         """Batches whose stride is not a multiple of 16 bytes but a whole number R of rows, at least
         the batch's own (a contiguous batched tensor whose rows are not 16-byte aligned): R, and
         the batches' rows are read as one tensor of row groups (batch b's row r is row b·R + r;
         kernels/copy/row_groups.cuh); 0 otherwise (one batch, a broadcast, an aligned batch stride)."""
-        stride = self.x_stride if self.k_major else self.k_stride
+        stride = self.group_stride
         if self.batch <= 1 or self.bs <= 0 or self.bs % VEC == 0 or stride <= 1 or self.bs % stride:
             return 0
         per = self.bs // stride

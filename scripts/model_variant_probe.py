@@ -246,8 +246,9 @@ def _dry_run(shapes):
         print(f"{name}: {len(diff)} of {len(shapes)} plans differ from {names[0]} (choice or the stand-in that runs)")
         for M, N, K, lay, b in diff:
             shape = f"{M}x{N}x{K}{f'x{b}' if b > 1 else ''} {lay}"
-            was, is_ = base[(M, N, K, lay, b)][0], now[(M, N, K, lay, b)][0]
-            print(f"  {shape:22} {was:34} -> {is_}{'' if was != is_ else ' (another stand-in)' if now[(M, N, K, lay, b)][1] else ' (itself, no stand-in)'}")
+            (was, _), (is_, stand_in) = base[(M, N, K, lay, b)], now[(M, N, K, lay, b)]
+            why = "" if was != is_ else " (another stand-in)" if stand_in else " (itself, no stand-in)"
+            print(f"  {shape:22} {was:34} -> {is_}{why}")
         union += [s for s in diff if s not in union]
     # the shapes as the command line takes them: time only these (fixed shapes, no --random)
     print("changed:", " ".join(f"{M} {N} {K} {lay} {b}" for M, N, K, lay, b in union))

@@ -21,7 +21,7 @@ extern "C" __global__ void tma_start_probe(const __grid_constant__ gemmlab::asyn
     __shared__ alignas(1024) float tile[8 * 32];
     __shared__ alignas(8) unsigned long long bar;
     using namespace gemmlab::async;
-    const unsigned b = gemmlab::async::smem_address(&bar);
+    const unsigned b = smem_address(&bar);
     if (threadIdx.x == 0) {
         mbarrier_init(b, 1);
         fence_barrier_init();
@@ -29,7 +29,7 @@ extern "C" __global__ void tma_start_probe(const __grid_constant__ gemmlab::asyn
     __syncthreads();
     if (threadIdx.x == 0) {
         mbarrier_arrive_expect_tx(b, sizeof(tile));
-        tma_load_3d(gemmlab::async::smem_address(tile), &map, b, c0, 0, 0);
+        tma_load_3d(smem_address(tile), &map, b, c0, 0, 0);
     }
     mbarrier_wait(b, 0);
     for (int i = threadIdx.x; i < 8 * 32; i += blockDim.x) out[i] = tile[i];
@@ -38,6 +38,7 @@ extern "C" __global__ void tma_start_probe(const __grid_constant__ gemmlab::asyn
 
 
 def one(c0: int) -> str:
+    import numpy as np
     import torch
 
     from gemmlab.jit import compiler, launch
@@ -49,8 +50,6 @@ def one(c0: int) -> str:
     fn, ctx = launch.function(ck, 0, 0)
     desc = TensorMapDescriptor((1, 64, 64), (64 * 64, 64, 1), (1, 8, 32))
     desc.encode(x.data_ptr())
-    import numpy as np
-
     params = launch.ParamBuffer([desc, "i32", "ptr"], [None, np.int32(c0), out.data_ptr()])
     try:
         launch.launch_raw(fn, ctx, (1, 1, 1), 128, 0, torch.cuda.current_stream().cuda_stream, params)

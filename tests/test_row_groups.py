@@ -353,10 +353,9 @@ def test_without_the_tail_fill_the_last_rows_are_zeros(row_groups_on):
 def folded(M, N, K, layout, lda, ldb, a_per, b_per, batch):
     """A batched problem whose operands' rows are ``lda`` / ``ldb`` floats apart ('n' row-major, 't'
     column-major) and whose batches are ``a_per`` / ``b_per`` such rows apart."""
-    a_rs, a_cs = (lda, 1) if layout[0] == "n" else (1, lda)
-    b_rs, b_cs = (ldb, 1) if layout[1] == "n" else (1, ldb)
-    return Problem(M, N, K, a_rs, a_cs, b_rs, b_cs, -(-N // 4) * 4, batch=batch, a_bs=a_per * lda, b_bs=b_per * ldb,
-                   d_bs=M * -(-N // 4) * 4, a_ptr=BASE, b_ptr=2 * BASE, d_ptr=3 * BASE)
+    a_row = K if layout[0] == "n" else M  # the unpadded row lengths
+    b_row = N if layout[1] == "n" else K
+    return strided(M, N, K, layout, lda - a_row, ldb - b_row, batch, a_bs=a_per * lda, b_bs=b_per * ldb)
 
 
 def test_contiguous_batches_of_unaligned_rows_fold():

@@ -141,8 +141,8 @@ def tma_problems(cfg, problem: Problem) -> list[str]:
         if shape[2] >= INT32_LIMIT:  # row groups: box coordinates reach (G-1)·ld + x
             out.append(f"{which.upper()}: a row group of {shape[2]} floats (TMA coordinates are 32-bit)")
     for which, g in zip("ab", (ga, gb)):
-        rows = p.operand(which).folded_rows
-        if g > 1 and rows + 256 >= INT32_LIMIT:  # the kernel's row coordinates (a tile past the last row)
+        rows = p.operand(which).folded_rows if g > 1 else 0
+        if rows + 256 >= INT32_LIMIT:  # the kernel's row coordinates (a tile past the last row)
             out.append(f"{which.upper()}: {rows} rows through the folded batches (TMA coordinates are 32-bit)")
     return out
 

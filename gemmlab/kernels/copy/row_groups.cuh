@@ -143,9 +143,11 @@ struct RowGroups {
                                                      Chunk chunk, int thread, int threads) {
         const int64 ld = opaque(row_stride);
         const int64 f = full - first;
+        // the first of the tile's ``rows`` rows past full (rows if none is)
+        auto from_of = [f](int rows) { return f < 0 ? 0 : f < rows ? static_cast<int>(f) : rows; };
         if constexpr (ROWS_OF_K) {
             const int rows = k_len < OUTER ? k_len : OUTER;
-            const int from = f < 0 ? 0 : f < rows ? static_cast<int>(f) : rows;
+            const int from = from_of(rows);
             if (from < rows)
                 fill_k_tail(tile, base + opaque(x0 + static_cast<int64>(t) * BLOCK_K * ld), ld, from, rows - from,
                             opaque(x_end - x0), thread, threads);
@@ -153,11 +155,11 @@ struct RowGroups {
                 zero_k_rows(tile, k_len, f < OUTER ? static_cast<int>(f) : OUTER, thread, threads);
         } else {
             if (last && k_len < WIDTH) mask_k(tile, k_len, chunk, thread, threads);
-            const int64 rows = x_end - x0 < OUTER ? x_end - x0 : OUTER;
-            const int from = f < 0 ? 0 : f < rows ? static_cast<int>(f) : static_cast<int>(rows);
+            const int rows = static_cast<int>(x_end - x0 < OUTER ? x_end - x0 : OUTER);
+            const int from = from_of(rows);
             if (from < rows)
-                fill_x_tail(tile, base + opaque(x0 * ld + static_cast<int64>(t) * BLOCK_K), ld, from,
-                            static_cast<int>(rows) - from, k_len, chunk, thread, threads);
+                fill_x_tail(tile, base + opaque(x0 * ld + static_cast<int64>(t) * BLOCK_K), ld, from, rows - from, k_len,
+                            chunk, thread, threads);
         }
     }
 };
