@@ -264,6 +264,12 @@ for what in "$@"; do
         '{"block_m": 128, "block_n": 64, "warp_m": 32, "warp_n": 32, "block_k": 16, "stages": 4, "min_blocks": 2, "edge_shift": 1, "frag_carry": 1, "carry_copy_k": 7}' \
         '{"block_m": 64, "block_n": 128, "warp_m": 64, "warp_n": 32, "block_k": 16, "stages": 3, "min_blocks": 3, "edge_shift": 1}' \
         2>&1 | tee "$RES/ncu-s10-stalls.txt" | tail -120 ;;
+    s10-stalls)
+      # auto's s10 stand-in against cuBLAS on the batched unaligned shapes of the wide and own suites'
+      # minima: warp stall reasons per issued instruction (the ncu-s10 question, without the variants)
+      step "ncu: auto's s10 4-byte path against cuBLAS, stall reasons (333x555x777x8 tt, 255^3x32 nt)"
+      for s in "333 555 777 tt 8" "255 255 255 nt 32"; do bash scripts/ncu_s10_deep.sh "$s"; done \
+        2>&1 | tee "$RES/ncu-s10-stalls.txt" | tail -80 ;;
     serpentine|serpentine-ladder|serpentine-probe)
       # docs/stages/s10-s11.md, "Serpentine FFMA runs" (run `tests` first: its GPU tests). s11 at
       # auto's tile for the large squares, tn (TMA's outer-product layout), in order against
