@@ -21,7 +21,6 @@ copy is worth making. Nothing here imports anything of gemmlab but the split-K r
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 VEC = 4  # floats in one 16-byte vector (float4 loads, cp.async.cg, TMA strides)
@@ -211,58 +210,6 @@ class Operand:
         return (self.x_stride == 1 and self.ptr % 16 == 0 and (self.k == 1 or (self.k_stride > 0
                 and self.k_stride % VEC == 0)) and not (self.batch > 1 and self.bs % VEC))
 
-    @property
-    def row_group(self) -> int:
-        """How TMA can read the operand's rows as it keeps them (K-major: rows of x, [x][k]; else
-        rows of k, [k][x]): 1 as they are (:attr:`k_rows_ready` / :attr:`x_rows_ready`); G = 4 /
-        gcd(row stride, 4) (2 or 4) as a tensor of row groups where the row stride is not a
-        multiple of 16 bytes (G rows then span a multiple of it: kernels/copy/row_groups.cuh,
-        scripts/row_group_model.py), which needs a unit stride along the row, a 16-byte aligned
-        base and batch stride (or batches folded into the rows: :attr:`row_fold`), and at least one
-        whole group (G rows or more); 0 where neither works."""
-        if self.k_major:
-            ready, inner_stride, inner = self.k_rows_ready, self.k_stride, self.k
-        else:
-            ready, inner_stride, inner = self.x_rows_ready, self.x_stride, self.x
-        stride, rows = self.group_stride, self.group_rows
-        if ready:
-            return 1
-        if inner <= 1 or inner_stride != 1 or stride <= 1 or self.ptr % 16:
-            return 0
-        if self.batch > 1 and self.bs % VEC and not self.row_fold:
-            return 0
-        g = VEC // math.gcd(stride, VEC)
-        return g if rows >= g else 0
-
-    @property
-    def group_rows(self) -> int:
-        """The rows :attr:`row_group` counts (K-major: x, else k)."""
-        return self.x if self.k_major else self.k
-
-    @property
-    def group_stride(self) -> int:
-        """The stride between those rows."""
-        return self.x_stride if self.k_major else self.k_stride
-
-    @property
-    def row_fold(self) -> int:
-        """Batches whose stride is not a multiple of 16 bytes but a whole number R of rows, at least
-        the batch's own (a contiguous batched tensor whose rows are not 16-byte aligned): R, and
-        the batches' rows are read as one tensor of row groups (batch b's row r is row b·R + r;
-        kernels/copy/row_groups.cuh); 0 otherwise (one batch, a broadcast, an aligned batch stride)."""
-        stride = self.group_stride
-        if self.batch <= 1 or self.bs <= 0 or self.bs % VEC == 0 or stride <= 1 or self.bs % stride:
-            return 0
-        per = self.bs // stride
-        return per if per >= self.group_rows else 0
-
-    @property
-    def folded_rows(self) -> int:
-        """The rows of the operand's row-group tensor: every batch's, through :attr:`row_fold`'s
-        spacing where the batches are folded, else one batch's."""
-        fold = self.row_fold
-        return (self.batch - 1) * fold + self.group_rows if fold else self.group_rows
-
     # -- repacking ----------------------------------------------------------------------------------
     def needs_repack(self, for_alignment: bool) -> bool:
         """An operand with no unit stride always needs a copy before a float4/TMA stage; with
@@ -418,16 +365,6 @@ class Problem:
         """Both operands can be read with 16-byte vectors / described by TMA as they are (D is not
         needed: the kernels check it themselves)."""
         return self.operand("a").vec_aligned and self.operand("b").vec_aligned
-
-    def operands_tma_ready(self, row_groups: bool) -> bool:
-        """TMA (s11) can read both operands as they are: :meth:`operands_aligned`, or with
-        ``row_groups`` (s11_tma.ROW_GROUPS) also where an unaligned operand's rows go in row groups
-        (:attr:`Operand.row_group` > 1)."""
-        if self.operands_aligned():
-            return True
-        if not row_groups:
-            return False
-        return all(op.vec_aligned or op.row_group > 1 for op in (self.operand("a"), self.operand("b")))
 
     def aligned(self, floats: int = 4) -> bool:
         """The strict rule of the s07-s09 float4 paths: every A, B and D row start is aligned to

@@ -294,12 +294,6 @@ for what in "$@"; do
       # the quick probe's shapes decide; a seed no probe has used says whether it holds
       step "serpentine against the runtime on random shapes of a fresh seed (29)"
       random_variants 29 as_is,serpentine variants-serpentine-29.txt 560 ;;
-    sanitize-row-groups)
-      step "compute-sanitizer racecheck, synccheck, memcheck: s11 on row groups (the consumers' K-tail fill)"
-      for tool in racecheck synccheck memcheck; do
-        timeout 150 compute-sanitizer --tool $tool python3 scripts/sanitize.py s11 --row-groups 2>&1 \
-          | tee -a "$RES/sanitize-row-groups.txt" | grep -E "ERROR SUMMARY|WRONG|Error" | tail -3
-      done ;;
     sanitize-carry)
       # s10 with frag_carry under compute-sanitizer (its GPU tests run with `tests`)
       step "compute-sanitizer racecheck and synccheck: s10 with frag_carry (copies at the barrier; 2 stages, after k 7; 2 stages, trips of 4 k)"
@@ -348,50 +342,6 @@ for what in "$@"; do
       # does TMA load a box whose dim-0 start is not 16-byte aligned? (H100, 2026-12-06: no, it faults)
       step "TMA box starts 0, 4, 1, 2, 3 floats into a row (scripts/tma_start_probe.py)"
       timeout 120 python3 scripts/tma_start_probe.py 2>&1 | grep -v -i warn | tee "$RES/tma-start-probe.txt" ;;
-    row-groups)
-      # (2026-12-06, H100: every row-group kernel faulted, TMA does not load the groups' later boxes,
-      # which start off 16-byte boundaries; s11_tma.UNALIGNED_BOX_STARTS now refuses them, the GPU
-      # tests skip and s10 runs these problems: kept for a design whose boxes start aligned)
-      # s11 on TMA row groups (s11_tma.ROW_GROUPS, off: an experiment, eighteenth session): the GPU
-      # tests first (rows of k, m and n, G 2 and 4, K, M and N tails, split-K, batched, poisoned
-      # padding, folded batches), then against the runtime on the shapes whose plan it changes
-      # (`model_variant_probe.py --dry --variants as_is,row_groups`, tensor maps counted as on the
-      # H200: 22 of the wide, own and held-out suites' 151, then seeds 81's 69 and 83's 61 of 120
-      # each, alternately, as far as VARIANT_LIMIT goes)
-      step "pytest -m gpu tests/test_row_groups.py"
-      timeout ${TEST_LIMIT:-240} python3 -m pytest -m gpu -v -rf -n ${NPROC:-16} --timeout 120 --timeout-method thread \
-        -p no:cacheprovider tests/test_row_groups.py > "$OUT/gpu_row_groups.txt" 2>&1
-      grep -E "(^| )(FAILED|ERROR) " "$OUT/gpu_row_groups.txt" | sed -E 's/^\[gw[0-9]+\] \[ *[0-9]+%\] //' | sort -u | tail -20
-      tail -1 "$OUT/gpu_row_groups.txt"
-      summary+=("row-groups tests: $(tail -1 "$OUT/gpu_row_groups.txt")")
-      step "row groups against the runtime where they change the plan"
-      fixed_variants as_is,row_groups variants-row-groups.txt 560 8 \
-        4096 17 4096 tn 1 1001 999 1003 nn 1 4095 1023 2049 tn 1 513 1025 257 tt 1 3001 1999 777 nn 1 127 129 4097 tn 1 \
-        333 555 777 tt 8 257 4001 999 nt 1 255 255 255 nt 32 601 901 301 nn 1 1999 333 1501 tt 1 601 1203 4099 nn 1 \
-        129 257 1025 tn 16 601 900 301 tn 1 512 333 777 tt 1 2048 33 4096 tn 1 3001 1003 999 tn 1 2900 2901 2903 nn 1 \
-        3333 1111 2222 nn 1 777 555 333 nn 1 777 555 333 nt 1 777 555 333 tt 1 524 779 404 nn 1 2393 132 397 tn 1 \
-        283 367 300 tn 1 3596 112 107 nt 1 356 2513 863 tt 1 135 261 256 tt 32 2556 2496 189 nn 1 873 511 123 nn 1 \
-        108 357 3140 tn 1 755 2959 2625 tt 1 3813 1345 668 tn 1 721 3929 340 tt 1 276 135 240 tn 16 1441 2560 100 tn 1 \
-        1625 300 133 nt 1 1376 493 276 tn 1 119 393 264 tt 32 2064 245 156 nn 1 505 220 3740 tt 1 3407 203 324 nn 1 \
-        307 760 367 nt 1 96 540 109 tt 8 133 1063 364 nn 1 1709 1712 836 tn 1 324 621 2760 tn 1 1872 99 407 tt 1 \
-        360 123 123 tn 4 188 556 197 nt 1 360 931 492 nn 1 2307 3856 139 tn 1 405 103 145 nn 8 264 861 456 tn 1 \
-        605 297 540 tt 32 1237 436 1489 nt 1 148 1969 463 tn 1 127 604 408 tt 1 121 332 259 tt 1 257 632 415 nn 1 \
-        283 628 307 nt 4 647 205 431 tn 1 884 1587 119 tn 1 203 385 1408 tt 1 268 843 531 nt 1 919 3156 2645 tt 1 \
-        431 576 2481 nn 1 1335 152 420 tt 1 1633 321 300 tn 1 209 265 2653 tn 1 1016 269 1416 tn 1 439 1263 2616 tt 1 \
-        100 433 108 nn 1 1204 1335 100 tn 1 2448 252 329 nt 1 648 692 863 tt 1 2797 117 656 tt 1 680 2892 3641 tt 1 \
-        3017 121 2049 nt 1 768 168 111 tt 1 2647 4013 3495 tn 1 553 1323 552 tn 1 133 271 449 tn 1 164 388 129 nt 1 \
-        2351 944 1364 tn 1 543 805 549 tn 1 140 249 177 tn 32 268 489 1881 tt 1 132 508 123 tt 1 1364 227 1507 nn 1 \
-        132 339 2628 tn 1 3468 603 3044 nn 1 3715 155 1704 tt 1 123 339 300 tt 8 3807 2343 424 nn 1 728 253 487 tt 1 \
-        455 172 1463 tt 1 1068 1344 889 nn 1 355 3013 2880 tt 1 2633 367 428 tt 1 2544 821 365 nn 1 559 740 231 tn 4 \
-        2489 360 164 tt 1 1345 1653 257 tn 1 257 468 171 nn 16 300 140 153 tt 32 116 135 569 nn 64 149 516 139 nn 1 \
-        452 2613 195 nt 1 1229 1741 392 tn 1 3443 3593 125 tn 1 700 557 1283 nt 1 2372 2816 475 nn 1 159 3507 116 tt 1 \
-        127 1088 263 tt 1 653 257 320 tn 64 628 3048 547 nt 1 661 224 213 nt 1 628 740 167 nt 4 460 112 321 tt 4 \
-        136 159 897 tn 1 684 173 1921 nn 1 239 412 1965 tt 1 2028 459 148 nn 1 2653 136 188 tn 1 211 528 211 tt 1 \
-        103 1772 153 tn 1 157 256 584 tt 1 196 725 1489 nn 1 408 2019 1671 nt 1 221 205 117 nt 1 243 144 2528 tt 1 \
-        3576 339 171 tt 1 276 948 335 nt 1 1012 2764 133 tt 1 99 205 276 tt 8 3236 164 145 nt 1 148 259 111 nt 16 \
-        117 464 285 nn 16 329 160 761 nt 4 451 184 540 tn 8 352 120 313 tt 32 479 620 99 nn 16 308 285 764 tn 16 \
-        1473 360 251 nt 1 1277 124 96 tn 1 1264 1108 627 nn 1 241 2692 1095 tn 1 289 215 215 nn 16 2224 3349 103 nn 1 \
-        871 2047 972 tt 1 105 468 3868 tt 1 ;;
     tuned-slack)
       # heuristics/choice.py TUNED_MODEL_SLACK (off): a tuned bucket's entry measured at another shape
       # checked against the waves model there; the 25 of 60 random shapes inside tuned buckets (seed

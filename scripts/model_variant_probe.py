@@ -99,9 +99,6 @@ VARIANTS = {
     "tuned_slack": ((choice, "TUNED_MODEL_SLACK", 1.15),),
     "tuned_slack_off": ((choice, "TUNED_MODEL_SLACK", None),),
     "tuned_slack130": ((choice, "TUNED_MODEL_SLACK", 1.3),),
-    # rows of k that are not 16-byte aligned read by s11's TMA as row groups (s11_tma.ROW_GROUPS),
-    # instead of a repack copy or s10's 4-byte copies
-    "row_groups": ((s11_tma, "ROW_GROUPS", True),),
     # the rule if the chunks turn the 128-accumulator stand-ins' loss into the 64's gain: 64 and 128
     "frag_carry_64_128": ((s11_tma, "STAND_IN_FRAG_CARRY", True), (s11_tma, "STAND_IN_FRAG_CARRY_CHUNKED", True),
                           (s11_tma, "STAND_IN_FRAG_CARRY_ACCUMULATORS", (64, 128))),

@@ -1,5 +1,7 @@
-"""Does a TMA tile box load when its innermost start is not 16-byte aligned? (The row-group design,
-kernels/copy/row_groups.cuh, issues box j at dim-0 coordinate j·ld + inner0: 4-byte aligned only.)
+"""Does a TMA tile box load when its innermost start is not 16-byte aligned? (s11's row-group
+experiment issued box j at dim-0 coordinate j·ld + inner0, 4-byte aligned only. H100, 2026-12-06: it
+does not, the load faults (results/h100/logs/tma-start-probe.txt), and the experiment was removed;
+its code: gemmlab/kernels/copy/row_groups.cuh at commit a53f429; docs/stages/s10-s11.md, row groups.)
 
 One block loads one 8 x 32 float box of a 64 x 64 row-major tensor (16-byte aligned base and
 rows) at dim-0 coordinate C, then copies it out; the output is checked against the tensor. Each C

@@ -38,13 +38,3 @@ def tmp_cache(tmp_path, monkeypatch):
 
 def pytest_configure(config):
     os.environ.setdefault("PYTHONHASHSEED", "0")
-
-
-@pytest.fixture
-def row_groups_off(monkeypatch):
-    """s11 without TMA row groups (s11_tma.ROW_GROUPS off): an operand whose rows are not 16-byte
-    aligned is repacked or read by s10's 4-byte copies. Tests of those rules hold it off, so they
-    state the same thing whichever way the flag ships."""
-    from gemmlab.stages import s11_tma
-
-    monkeypatch.setattr(s11_tma, "ROW_GROUPS", False)

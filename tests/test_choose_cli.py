@@ -82,7 +82,6 @@ def test_the_steps_that_decided_are_all_covered():
     assert steps == {"tuned", "nearest", "heuristic", "skinny", "tensor cores"}
 
 
-@pytest.mark.usefixtures("row_groups_off")
 def test_the_heuristics_reason_follows_the_rules(monkeypatch):
     """Why no neighbour: 4-byte problems take none (NEAREST_ALIGNED_ONLY); with that rule off the
     reason is what the table holds."""
@@ -126,7 +125,6 @@ def test_the_stand_in_line_names_the_moved_edges(capsys, monkeypatch):
         assert choose.report(333, 555, 777, 8, "tt")["runs"]["config"]["edge_shift"] == int(on)
 
 
-@pytest.mark.usefixtures("row_groups_off")
 def test_the_command_prints_each_entry_and_its_json(capsys):
     code, out, err = run(capsys, "choose", "1697x171x1055:nt,333x555x777x8:tt,1500x1500x1500", "--top", "2")
     assert code == 0 and err == ""

@@ -114,7 +114,6 @@ def test_a_new_shape_gets_its_nearest_neighbours_tile(fake_table):
     assert c.describe()["source"] == "nearest"
 
 
-@pytest.mark.usefixtures("row_groups_off")
 def test_an_unaligned_problem_takes_no_neighbours_tile(tmp_path, monkeypatch):
     """Problems that run unaligned (not repacked) read only their own bucket, then the waves model:
     neighbours' tiles moved two H200 shapes 10-20% slower (heuristics/choice.py NEAREST_ALIGNED_ONLY).
@@ -342,7 +341,6 @@ def test_tf32x3_needs_a_workspace():
 
 # ---- should_repack ------------------------------------------------------------------------------------
 
-@pytest.mark.usefixtures("row_groups_off")
 def test_should_repack():
     assert not heuristics.should_repack(Problem.dense(4096, 4096, 4096, **ALIGNED))
     assert heuristics.should_repack(Problem.dense(4095, 4097, 1023, **ALIGNED))      # unaligned and large
@@ -350,7 +348,6 @@ def test_should_repack():
     assert not heuristics.should_repack(Problem.dense(4095, 4097, 0, **ALIGNED))
 
 
-@pytest.mark.usefixtures("row_groups_off")
 def test_should_repack_k_major_b_of_an_unaligned_problem(monkeypatch):
     """The K-major B rule copies B of aligned problems only; an unaligned problem follows the FLOP
     per byte rule (as shipped since 2026-12-04); with TRANSPOSE_B_ANY_ALIGNMENT on, the rule copied
@@ -542,7 +539,6 @@ def test_the_waves_model_against_the_shipped_h200_measurements():
     assert max(regrets) <= 1.4
 
 
-@pytest.mark.usefixtures("row_groups_off")
 def test_auto_on_the_tuned_shapes_with_their_own_entries_left_out():
     """What auto runs on a shape in no table, scored by measurements: each aligned entry of the
     shipped H200 table decided with its bucket left out (scripts/table_loo.py), its pick's measured
@@ -636,7 +632,6 @@ def test_probe_breakdown_reads_the_recorded_probe():
     assert len(ch) == 6 and ("780x288x1040 nn", 0.798, 0.859) in [c[:3] for c in ch]
 
 
-@pytest.mark.usefixtures("row_groups_off")
 def test_model_variant_probe_dry_run_lists_the_changed_choices(capsys, monkeypatch):
     """scripts/model_variant_probe.py --dry (no GPU, no torch): the choices a variant changes, as
     the H200 would make them; brule_any (the K-major B rule of before 2026-12-04) repacks
@@ -654,7 +649,6 @@ def test_model_variant_probe_dry_run_lists_the_changed_choices(capsys, monkeypat
     assert not mvp.h200_choice(*shapes[0]).repack  # the variant's setting undone
 
 
-@pytest.mark.usefixtures("row_groups_off")
 def test_model_variant_probe_dry_run_counts_a_changed_stand_in(capsys, monkeypatch):
     """A variant of the stand-in's rules (stand_in_ku2: s10's stand-in at k_unroll 2 at most) keeps
     the choice and changes what runs: --dry counts it (468x2127x1208 nn, unaligned, whose 128x256
@@ -675,24 +669,24 @@ def test_model_variant_probe_dry_run_counts_a_changed_stand_in(capsys, monkeypat
     assert out[-1] == "changed: 468 2127 1208 nn 1"
 
 
-@pytest.mark.usefixtures("row_groups_off")
-def test_model_variant_probe_dry_run_counts_s11_itself_where_row_groups_take_the_problem(capsys, monkeypatch):
-    """--dry asks as on the H200, where the driver encodes tensor maps: 255x255x255x32 nt (unaligned
-    rows and batch strides, folded) keeps its choice and runs s11 itself instead of s10's stand-in
-    under row groups (on the idealized TMA of the design: UNALIGNED_BOX_STARTS); this machine's
-    driver (none) does not hide that."""
-    from gemmlab.stages import s11_tma
+def test_model_variant_probe_dry_run_counts_s11_itself_where_a_copy_aligns_the_problem(capsys, monkeypatch):
+    """--dry asks as on the H200, where the driver encodes tensor maps: a variant that transposes a
+    row-major A from N = 256 on (choice.TRANSPOSE_A_MIN_N) keeps 300x1024x255 nn's choice, and s11
+    itself runs on the aligned copy of A instead of s10's stand-in on A's 255-float rows; this
+    machine's driver (none) does not hide that."""
+    from gemmlab.heuristics import choice
 
-    monkeypatch.setattr(s11_tma, "UNALIGNED_BOX_STARTS", True)
     mvp = load_script("model_variant_probe")
-    monkeypatch.setattr(mvp, "VARIANTS", {k: mvp.VARIANTS[k] for k in ("as_is", "row_groups")})
-    mvp.dry_run([(255, 255, 255, "nt", 32)])
+    monkeypatch.setattr(mvp, "VARIANTS", {"as_is": (), "a_transpose_256": ((choice, "TRANSPOSE_A_MIN_N", 256),)})
+    shape = (300, 1024, 255, "nn", 1)
+    c = mvp.h200_choice(*shape)
+    assert not c.a_transpose and mvp.runs(c, *shape)[0] == "s10"  # as is: s10's stand-in
+    mvp.dry_run([shape])
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("row_groups: 1 of 1 plans differ")
-    assert out[1].split()[0] == "255x255x255x32" and out[1].endswith("(itself, no stand-in)")
+    assert out[0].startswith("a_transpose_256: 1 of 1 plans differ")
+    assert out[1].split()[0] == "300x1024x255" and out[1].endswith("(itself, no stand-in)")
 
 
-@pytest.mark.usefixtures("row_groups_off")
 def test_a_bucket_tuned_repacked_only_keeps_its_repack():
     """With the K-major B rule for aligned problems only, an unaligned problem under 100 FLOP per
     byte is not repacked, unless its bucket holds only a repacked entry: the measurement beats the
@@ -787,7 +781,6 @@ def test_the_runtime_checks_tuned_entries_off_their_shape():
     assert c.source != "tuned", c
 
 
-@pytest.mark.usefixtures("row_groups_off")
 def test_the_nearest_bound_rests_on_the_plans_the_h200_ran(monkeypatch):
     """choice.NEAREST_MODEL_SLACK (1.15) against the recorded random-shape runs (H200, 2026-12-04,
     results/h200/logs): each logged shape's choice today is the plan the runtime of then ran

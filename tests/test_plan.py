@@ -236,7 +236,6 @@ def test_more_slices_in_a_cluster_only_for_small_tiles_whose_clusters_are_all_re
         assert far.seconds == model.predict(cand, 288, 1179, 879, 1, 4, gpu, cluster=False).seconds
 
 
-@pytest.mark.usefixtures("row_groups_off")
 def test_the_model_adds_slices_in_a_cluster_where_the_plan_does():
     """model.in_cluster against the plan's rule (the stage that runs the problem decides, with its
     config) for every tile of the space, 2 slices, on rows TMA can take and on odd ones (s11 hands

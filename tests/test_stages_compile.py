@@ -150,28 +150,6 @@ def test_every_tuner_config_compiles_for_sm90_without_spills(cand):
     assert res["registers"] * spec.threads(cfg) * cand.blocks_per_sm() <= 65536, (ck.name, res["registers"])
 
 
-ROW_GROUP_VARIANTS = [{"a_k_major": 1, "b_n_major": 1, "b_row_group": 2},
-                      {"a_k_major": 1, "b_n_major": 1, "a_row_group": 4, "b_row_group": 4},
-                      {"a_k_major": 0, "b_n_major": 1, "a_row_group": 4, "b_row_group": 4},
-                      {"a_k_major": 0, "b_n_major": 0, "a_row_group": 4, "b_row_group": 4},
-                      {"a_k_major": 1, "b_n_major": 0, "a_row_group": 4, "b_row_group": 4}]
-
-
-@pytest.mark.parametrize("variant", ROW_GROUP_VARIANTS, ids=["nn-b2", "nn-a4b4", "tn-a4b4", "tt-a4b4", "nt-a4b4"])
-@pytest.mark.parametrize("cand", [c for c in _space_cases() if c.values[0].stage == "s11"])
-def test_every_s11_tuner_config_compiles_on_row_groups_without_spills(cand, variant):
-    """s11 on TMA row groups (s11_tma.ROW_GROUPS; copy/row_groups.cuh): the G boxes a stage and
-    the consumers' writes cost registers (64x64 w32x32 x3 tn: 118 -> 156-168), never local memory, and
-    every config keeps the blocks an SM its min_blocks promises (what the waves model counts)."""
-    spec = cand.spec()
-    cfg = cand.config()
-    ck = kernel_for(spec, cfg, variant, "sm_90")
-    assert spec.template(cfg, variant).endswith(f", {variant.get('a_row_group', 1)}, {variant.get('b_row_group', 1)}>")
-    res = sass.resources(ck.cubin)
-    assert res["local_bytes"] == 0, f"{ck.name} uses {res['local_bytes']} B of local memory (spills)"
-    assert res["registers"] * spec.threads(cfg) * cand.blocks_per_sm() <= 65536, (ck.name, res["registers"])
-
-
 # The s10 stand-ins that spilled in their K loop on unaligned problems at split 1 (NVRTC 13.0,
 # scripts/s10_spill_scan.py, 2026-12-04) before their edge blocks moved inside the operands
 # (s11_tma.STAND_IN_EDGE_SHIFT, 2026-12-05): 128x64 w32x32 x2's fragment prefetch at 128 registers,

@@ -180,7 +180,6 @@ def test_aligned_problems_stay_on_tma(tma_available, layout):
     (dense(2, 2, 4, batch=70000), "65535"),
     (Problem(64, 64, 64, 64, 2, 64, 1, 64, a_ptr=ALIGNED, b_ptr=ALIGNED, d_ptr=ALIGNED), "unit innermost stride"),
 ])
-@pytest.mark.usefixtures("row_groups_off")
 def test_problems_tma_cannot_take_go_to_s10(tma_available, problem, reason):
     cfg = S11.default_config
     assert any(reason in m for m in s11_tma.tma_problems(cfg, problem)), s11_tma.tma_problems(cfg, problem)

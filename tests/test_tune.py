@@ -301,7 +301,6 @@ def test_every_space_config_compiles_for_sm_90_without_local_memory():
 
 # ---- the tuner's plan (no GPU) -------------------------------------------------------------------
 
-@pytest.mark.usefixtures("row_groups_off")
 def test_job_facts():
     f = runner.job_facts(runner.Job(4096, 4096, 4096, 1, "nn"))
     assert (f["layout"], f["repack"], f["aligned"]) == ("nn", False, True)

@@ -11,7 +11,7 @@ Read by the runtime (gemmlab/dispatch.py, which adds the device's facts) and by 
 (gemmlab/tune/, which ranks the same space with the same model and writes the tables this
 package reads); nothing here imports the tuner, the benchmarks or the analysis.
 """
-from .choice import choose, nearest_choice, should_repack, should_transpose_a, tma_ready
+from .choice import choose, nearest_choice, should_repack, should_transpose_a
 from .model import Gpu
 
-__all__ = ["Gpu", "choose", "nearest_choice", "should_repack", "should_transpose_a", "tma_ready"]
+__all__ = ["Gpu", "choose", "nearest_choice", "should_repack", "should_transpose_a"]

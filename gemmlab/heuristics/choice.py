@@ -37,7 +37,6 @@ from dataclasses import replace
 from ..plan import Choice
 from ..problem import Problem
 from ..stages import get as get_stage
-from ..stages import s11_tma
 from . import model, skinny, space, table
 from .tensor_core import tensor_core_choice
 
@@ -103,22 +102,15 @@ NEAREST_ALIGNED_ONLY = True
 TUNED_MODEL_SLACK = 1.15
 
 
-def tma_ready(p: Problem) -> bool:
-    """s11's TMA reads both operands as they are: 16-byte aligned rows, or (s11_tma.ROW_GROUPS, an
-    experiment) rows of k in row groups. Such a problem is chosen for as an aligned one (no repack
-    for alignment; the tables' aligned entries)."""
-    return p.operands_tma_ready(s11_tma.ROW_GROUPS)
-
-
 def should_repack(p: Problem) -> bool:
     """Copy operands into the layout the kernels read fastest: unaligned operands when the
     problem is large against the bytes copied; a K-major B (the [n][k] tile layout measured ~20%
     slower on the H200 than [k][n]) when M is large enough that the copy is a few percent."""
     if p.K == 0:
         return False
-    if b_rule(p) and (TRANSPOSE_B_ANY_ALIGNMENT or tma_ready(p)):
+    if b_rule(p) and (TRANSPOSE_B_ANY_ALIGNMENT or p.operands_aligned()):
         return True
-    if tma_ready(p):
+    if p.operands_aligned():
         return False
     flops = 2.0 * p.M * p.N * p.K * p.batch
     moved = 8.0 * (p.M * p.K + p.K * p.N) * p.batch
@@ -271,14 +263,14 @@ def choose(p: Problem, gpu: model.Gpu, ident: dict, *, allow_workspace: bool = T
         return Choice(spec, with_config(spec, spec.config(cfg), config), split, False, "skinny")
 
     repack = allow_workspace and should_repack(p)
-    if (allow_workspace and not repack and p.K > 0 and b_rule(p) and not tma_ready(p)
+    if (allow_workspace and not repack and p.K > 0 and b_rule(p) and not p.operands_aligned()
             and table.lookup(ident, M, N, K, batch, p.layout, False) is None
             and table.lookup(ident, M, N, K, batch, p.layout, True) is not None):
         # A bucket tuned repacked only (before TRANSPOSE_B_ANY_ALIGNMENT was False): the measurement
         # beats the rule. H200: 3071x383x1535 tt 126.9 us repacked, 141.1 unaligned (results/h200/
         # logs/brule-grid.txt).
         repack = True
-    aligned = tma_ready(p) or repack
+    aligned = p.operands_aligned() or repack
     # A row-major A to be transposed: the tables are read for the layout the kernel then sees.
     a_t = allow_workspace and should_transpose_a(p)
     layout, layout_aligned = p.layout, aligned  # the tables' keys for the problem the kernel sees
@@ -286,7 +278,7 @@ def choose(p: Problem, gpu: model.Gpu, ident: dict, *, allow_workspace: bool = T
     # 2. Tuned: this shape's bucket.
     if a_t:
         seen = p.repacks(repack, True)[1]
-        seen_aligned = aligned or tma_ready(seen)
+        seen_aligned = aligned or seen.operands_aligned()
         entry, a_t = _tuned_with_transpose(p, ident, aligned, seen.layout, seen_aligned)
         if a_t:
             layout, layout_aligned = seen.layout, seen_aligned

@@ -143,17 +143,6 @@ __device__ __forceinline__ int64 opaque(int64 v) {
 #endif
     return v;
 }
-// Row groups (copy/row_groups.cuh): a tile of ROWS rows that came in G boxes of ROWS/G rows, box j
-// bringing rows j, j+G, j+2G, ... into shared rows j*ROWS/G onwards. group_slot: the shared row of
-// tile row r; group_row, its inverse: the tile row that shared row s holds. G = 1: in order.
-template <int G, int ROWS>
-__host__ __device__ __forceinline__ constexpr int group_slot(int r) {
-    return G == 1 ? r : (r % G) * (ROWS / G) + r / G;
-}
-template <int G, int ROWS>
-__host__ __device__ __forceinline__ constexpr int group_row(int s) {
-    return G == 1 ? s : (s % (ROWS / G)) * G + s / (ROWS / G);
-}
 template <int TILE>
 __device__ __forceinline__ int skipped(int64 origin) {
     return static_cast<int>((origin + (TILE - 1)) / TILE * TILE - origin);

@@ -17,12 +17,6 @@
 //     into a [k][n] tile of its own (copy/smem_transpose.cuh) and the core reads that as it reads
 //     an N-major B, whose fragments keep clear of register-bank conflicts; the warps of one tile
 //     column each make their own copy, so no barrier joins warps (a __syncwarp orders the lanes).
-//   - A_ROW_GROUP / B_ROW_GROUP (2 or 4): an operand whose rows are not 16-byte aligned is read by TMA
-//     as row groups (copy/row_groups.cuh): G boxes a stage, the tile's rows in row-group order (rows
-//     of k: the core reads them through k_slot; rows of m or n: the epilogue stores them through
-//     out_m / out_n), and what the boxes cannot bring written by the consumers. Such a kernel takes
-//     a RowFold: where each operand's rows end in whole groups, and (folded batches, whose stride
-//     is not 16-byte aligned) how many rows one batch moves its first row.
 // The tensor maps are built on the host (stages/tensor_map.py) and passed as
 // `const __grid_constant__` parameters. They are 3-D (inner, outer, batch); batch_mask bit 0/1
 // says whether A/B have a batch dimension (else every batch reads batch 0: broadcast).
@@ -38,7 +32,6 @@
 #include "ptx/sync.cuh"
 #include "ptx/tma.cuh"
 #include "mma/warp_tile.cuh"
-#include "copy/row_groups.cuh"
 #include "copy/smem_transpose.cuh"
 #include "epilogue/cluster_reduce.cuh"
 #include "epilogue/stream_k.cuh"
@@ -47,8 +40,7 @@ namespace gemmlab {
 
 template <int BLOCK_M_, int BLOCK_N_, int BLOCK_K_, int WARP_M_, int WARP_N_, int K_UNROLL_, bool A_SWIZZLE_,
           int STAGES_, bool PRODUCER_WARP_, bool CONSUMER_SYNC_, bool A_K_MAJOR_, bool B_N_MAJOR_, int CLUSTER_K_ = 1,
-          int FFMA_ROTATE_ = 0, bool B_SCALAR_ = false, int B_TRANSPOSE_ = 0, bool FRAG_PREFETCH_ = false,
-          int A_ROW_GROUP_ = 1, int B_ROW_GROUP_ = 1>
+          int FFMA_ROTATE_ = 0, bool B_SCALAR_ = false, int B_TRANSPOSE_ = 0, bool FRAG_PREFETCH_ = false>
 struct S11Tma {
     // B_T: a K-major B is transposed in shared memory; with B_TRANSPOSE_ 1 the core then reads B
     // as N-major; 2 (an experiment) makes the copy and reads Bs[n][k] as without it (the copy's cost).
@@ -57,17 +49,7 @@ struct S11Tma {
     static_assert(B_TRANSPOSE_ >= 0 && B_TRANSPOSE_ <= 2, "b_transpose: 0, 1 or 2");
     static_assert(!(B_READ_T && B_SCALAR_), "b_transpose and b_scalar: B's fragments are read one way");
     using Core = WarpTileCore<BLOCK_M_, BLOCK_N_, BLOCK_K_, WARP_M_, WARP_N_, K_UNROLL_, A_SWIZZLE_, A_K_MAJOR_,
-                              B_N_MAJOR_ || B_READ_T, FFMA_ROTATE_, B_SCALAR_, 0, 0, FRAG_PREFETCH_, A_ROW_GROUP_,
-                              B_ROW_GROUP_>;
-    // Row groups (G 1: the rows are aligned, one box; the core's static_asserts say which fit).
-    static constexpr bool ROW_GROUPS = A_ROW_GROUP_ > 1 || B_ROW_GROUP_ > 1;
-    // A's rows: k (M-major, [k][m] tiles) or m (K-major, [m][k] tiles of block_k floats a row)
-    using AGroups = RowGroups<A_ROW_GROUP_, A_K_MAJOR_ ? BLOCK_M_ : BLOCK_K_, A_K_MAJOR_ ? BLOCK_K_ : BLOCK_M_,
-                              A_K_MAJOR_ ? BLOCK_K_ : Core::A_LD, !A_K_MAJOR_>;
-    // B's rows: k (N-major, [k][n] tiles) or n (K-major, [n][k] tiles of block_k floats a row)
-    using BGroups = RowGroups<B_ROW_GROUP_, B_N_MAJOR_ ? BLOCK_K_ : BLOCK_N_, B_N_MAJOR_ ? BLOCK_N_ : BLOCK_K_,
-                              B_N_MAJOR_ ? Core::B_LD : BLOCK_K_, B_N_MAJOR_>;
-    static_assert(!(B_T && B_ROW_GROUP_ > 1), "b_transpose: a K-major B's rows of n in groups are not turned");
+                              B_N_MAJOR_ || B_READ_T, FFMA_ROTATE_, B_SCALAR_, 0, 0, FRAG_PREFETCH_>;
     using Transpose = WarpTransposeXK<Core, WARP_N_, BLOCK_N_>;
     static constexpr int BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_, BLOCK_K = BLOCK_K_;
     static constexpr int STAGES = STAGES_;
@@ -127,25 +109,6 @@ struct S11Tma {
     static __device__ __forceinline__ void run(const GemmArgs& args, int64 row0, int64 col0, unsigned char* smem,
                                                const async::TmaDescriptor& a_map, const async::TmaDescriptor& b_map,
                                                int batch_mask, const Finish& finish = Finish{}) {
-        static_assert(!ROW_GROUPS, "row groups: the kernel takes the RowFold (the run below)");
-        run_folded(args, row0, col0, smem, a_map, b_map, batch_mask, RowFold{}, finish);
-    }
-
-    // Row groups (stages/s11_tma.py extra_args): per operand, rows a batch moves the first row by
-    // (0: the batch is a tensor dimension) and the first row in no whole group of the tensor (rows
-    // counted through the folded batches).
-    static __device__ __forceinline__ void run(const GemmArgs& args, int64 row0, int64 col0, unsigned char* smem,
-                                               const async::TmaDescriptor& a_map, const async::TmaDescriptor& b_map,
-                                               int batch_mask, int a_fold, int a_full, int b_fold, int b_full) {
-        run_folded(args, row0, col0, smem, a_map, b_map, batch_mask, RowFold{a_fold, a_full, b_fold, b_full},
-                   StoreTile{});
-    }
-
-    template <class Finish>
-    static __device__ __forceinline__ void run_folded(const GemmArgs& args, int64 row0, int64 col0, unsigned char* smem,
-                                                      const async::TmaDescriptor& a_map,
-                                                      const async::TmaDescriptor& b_map, int batch_mask,
-                                                      const RowFold& fold, const Finish& finish) {
         const unsigned raw = async::smem_address(smem);
         const unsigned base = (raw + 1023u) & ~1023u;
         unsigned char* aligned = smem + (base - raw);
@@ -175,14 +138,6 @@ struct S11Tma {
         const int a_batch = (batch_mask & 1) ? static_cast<int>(blockIdx.z) : 0;
         const int b_batch = (batch_mask & 2) ? static_cast<int>(blockIdx.z) : 0;
         const int num_tiles = static_cast<int>((args.K + BLOCK_K - 1) / BLOCK_K);
-        // The operands' row strides as the tensor maps see them (row groups' box coordinates and
-        // what the consumers write; unread where the rows are aligned).
-        const int64 a_ld = A_K_MAJOR_ ? args.a_row_stride : args.a_col_stride;
-        const int64 b_ld = B_N_MAJOR_ ? args.b_row_stride : args.b_col_stride;
-        // Row groups: this batch's first row among the operand's rows (folded batches), and where
-        // its rows stop lying in whole groups, counted from it (copy/row_groups.cuh ``full``).
-        const int a_first = fold.a_fold * static_cast<int>(blockIdx.z);
-        const int b_first = fold.b_fold * static_cast<int>(blockIdx.z);
 
         // Producer: tile -> stage, both boxes completing on the stage's full barrier.
         auto issue = [&](int tile, int stage) {
@@ -191,17 +146,15 @@ struct S11Tma {
             async::mbarrier_arrive_expect_tx(bar, TX_BYTES);
             const unsigned a_dst = a_stages + stage * A_STAGE_BYTES;
             const unsigned b_dst = b_stages + stage * B_STAGE_BYTES;
-            // G boxes of a tile's rows / G (G 1: one box): A [BLOCK_M][BLOCK_K] (swizzled) or
-            // [BLOCK_K][BLOCK_M]; B [BLOCK_K][BLOCK_N] or [BLOCK_N][BLOCK_K] (swizzled)
             if constexpr (A_K_MAJOR_) {
-                AGroups::load(a_dst, &a_map, bar, k0, a_first + m0, static_cast<int>(a_ld), a_batch);
+                async::tma_load_3d(a_dst, &a_map, bar, k0, m0, a_batch);  // box [BLOCK_M][BLOCK_K] (swizzled)
             } else {
-                AGroups::load(a_dst, &a_map, bar, m0, a_first + k0, static_cast<int>(a_ld), a_batch);
+                async::tma_load_3d(a_dst, &a_map, bar, m0, k0, a_batch);  // box [BLOCK_K][BLOCK_M]
             }
             if constexpr (B_N_MAJOR_) {
-                BGroups::load(b_dst, &b_map, bar, n0, b_first + k0, static_cast<int>(b_ld), b_batch);
+                async::tma_load_3d(b_dst, &b_map, bar, n0, k0, b_batch);  // box [BLOCK_K][BLOCK_N]
             } else {
-                BGroups::load(b_dst, &b_map, bar, k0, b_first + n0, static_cast<int>(b_ld), b_batch);
+                async::tma_load_3d(b_dst, &b_map, bar, k0, n0, b_batch);  // box [BLOCK_N][BLOCK_K], swizzled
             }
         };
 
@@ -273,29 +226,6 @@ struct S11Tma {
             // consumer threads only, so the producer warps never take part.
             if constexpr (CONSUMER_SYNC_) async::named_barrier_sync(1, CONSUMERS);
             async::mbarrier_wait(full_bar(stage), phase);
-            if constexpr (ROW_GROUPS) {
-                // What the boxes cannot bring (copy/row_groups.cuh gaps), written by the consumers,
-                // who then meet (barrier 1) before any of them reads the tile.
-                const int k_len = static_cast<int>(args.K) - t * BLOCK_K;  // the tile's k's, BLOCK_K or fewer
-                const bool last = t == num_tiles - 1;
-                const int64 k_first = args.k_begin + static_cast<int64>(t) * BLOCK_K;  // the tile's first k
-                const int64 a_full = fold.a_full - a_first, b_full = fold.b_full - b_first;
-                const int64 a_row = A_K_MAJOR_ ? row0 : k_first, b_row = B_N_MAJOR_ ? k_first : col0;
-                const bool a_gaps = AGroups::gaps(last, k_len, a_row, a_full, args.M);
-                const bool b_gaps = BGroups::gaps(last, k_len, b_row, b_full, args.N);
-                if (a_gaps || b_gaps) {
-                    const int thread = static_cast<int>(threadIdx.x);
-                    auto a_chunk = [](int r, int c) { return Core::A_ROWS_SWIZZLED ? Core::swizzle_chunk(r, c) : c; };
-                    auto b_chunk = [](int r, int c) { return Core::swizzle_chunk(r, c); };  // Bs[n][k]: swizzled
-                    if (a_gaps)
-                        AGroups::fill_gaps(const_cast<float*>(a_tiles) + stage * (A_STAGE_BYTES / 4), args.A, a_ld, last,
-                                           k_len, t, a_row, a_full, row0, args.M, a_chunk, thread, CONSUMERS);
-                    if (b_gaps)
-                        BGroups::fill_gaps(const_cast<float*>(b_tiles) + stage * (B_STAGE_BYTES / 4), args.B, b_ld, last,
-                                           k_len, t, b_row, b_full, col0, args.N, b_chunk, thread, CONSUMERS);
-                    async::named_barrier_sync(1, CONSUMERS);
-                }
-            }
             if constexpr (B_T) {
                 // The warp's own [k][n] tile: its lanes have read the previous one (__syncwarp),
                 // then write this one and see each other's writes (__syncwarp) before the FFMAs.

@@ -30,46 +30,13 @@ def _round_1k(n: int) -> int:
     return (n + 1023) // 1024 * 1024
 
 
-# An experiment (2026-12-06, eighteenth and nineteenth sessions): an operand whose row stride is
-# not a multiple of 16 bytes (either operand, either majorness) goes to TMA as row groups
-# (kernels/copy/row_groups.cuh, Problem's Operand.row_group) instead of a repack copy or s10's
-# 4-byte copies. heuristics/choice.py (tma_ready) then counts such a problem as aligned. Off: the
-# runtime as before.
-ROW_GROUPS = False
-
-# Whether TMA loads a box whose dim-0 start is not 16-byte aligned. It does not: every row-group
-# kernel faulted ("illegal instruction", H100, 2026-12-06) at the group's second box, which starts
-# ld floats in (compute-sanitizer placed the fault there; scripts/tma_start_probe.py asks the
-# question alone). So tma_problems refuses row groups whatever ROW_GROUPS says, and s10 takes
-# the problem; True only models the row-group design on the CPU (an idealized TMA), until boxes
-# start aligned (shifted boxes, realigned in shared memory: docs/stages/s10-s11.md).
-UNALIGNED_BOX_STARTS = False
-
-
-def row_groups(problem: Problem) -> tuple[int, int]:
-    """(A's, B's) row group under ROW_GROUPS: G > 1 where s11 reads that operand as row groups,
-    else 1."""
-    if not ROW_GROUPS:
-        return 1, 1
-    out = []
-    for which in ("a", "b"):
-        op = problem.operand(which)
-        g = op.row_group
-        out.append(g if g > 1 and not op.vec_aligned else 1)
-    return out[0], out[1]
-
-
 def operand_maps(cfg, problem: Problem) -> dict:
     """The tensor map arguments of A and B: {"a": (ptr, shape, strides, box, swizzle), "b": ...}
-    (outermost first: (batch, outer, inner)), plus "batch_mask". An operand read as row groups of G
-    (``row_groups``) is (batch, K // G groups, (G-1)·ld + x floats), the groups G·ld apart, its box
-    block_k / G groups deep (the kernel issues G of them a stage); with its batches folded
-    (Operand.row_fold), (1, folded rows // G, ...)."""
+    (outermost first: (batch, outer, inner)), plus "batch_mask"."""
     bm, bn, bk = cfg["block_m"], cfg["block_n"], cfg["block_k"]
     p = problem
     out = {}
     mask = 0
-    groups = dict(zip("ab", row_groups(p)))
     for which in ("a", "b"):
         if which == "a":
             k_major = p.a_k_major
@@ -88,14 +55,7 @@ def operand_maps(cfg, problem: Problem) -> dict:
         # A single row or column: its stride is never used; give the map a legal one.
         if outer == 1:
             outer_stride = -(-inner // 4) * 4
-        g = groups[which]
         batched = p.batch > 1 and bs != 0
-        if g > 1:  # rows of k or (A K-major) of m: box[1] rows, G boxes of box[1] // G
-            op = p.operand(which)
-            if op.row_fold:  # the batches' rows are one tensor (Operand.row_fold)
-                outer, batched = op.folded_rows, False
-            inner, outer, outer_stride = (g - 1) * outer_stride + inner, outer // g, g * outer_stride
-            box = (1, box[1] // g, box[2])
         extent = outer * outer_stride
         batch_stride = bs if batched else -(-extent // 4) * 4
         out[which] = (ptr, (p.batch if batched else 1, outer, inner), (batch_stride, outer_stride, inner_stride),
@@ -117,16 +77,6 @@ def tma_problems(cfg, problem: Problem) -> list[str]:
         out.append(f"{p.batch} batches (the batch index is blockIdx.z, at most 65535)")
     if p.splits > 1 and p.k_split % cfg["block_k"]:
         out.append(f"split-K slices of {p.k_split} are not whole K tiles of {cfg['block_k']}")
-    ga, gb = row_groups(p)
-    if (ga > 1 or gb > 1) and not UNALIGNED_BOX_STARTS:
-        out.append("row groups: a group's boxes after the first start j·ld floats in, not 16-byte aligned, "
-                   "and TMA does not load them (UNALIGNED_BOX_STARTS)")
-    if ga > 1 and p.a_k_major and cfg["block_m"] % (8 * ga):
-        out.append(f"A's rows in groups of {ga} need block_m a multiple of {8 * ga} (whole swizzle periods a box)")
-    if gb > 1 and not p.b_n_major and cfg["block_n"] % (8 * gb):
-        out.append(f"B's rows in groups of {gb} need block_n a multiple of {8 * gb} (whole swizzle periods a box)")
-    if gb > 1 and not p.b_n_major and cfg.get("b_transpose", 0):
-        out.append("b_transpose: a K-major B's rows in groups are not turned into [k][n] tiles")
     if out:
         return out
     maps = operand_maps(cfg, p)
@@ -138,25 +88,7 @@ def tma_problems(cfg, problem: Problem) -> list[str]:
         out += [f"{which.upper()}: {m}" for m in tensor_map.problems(ptr, shape, strides, box, swizzle, overhang=True)]
         if shape[0] > 1 and strides[0] < shape[1] * strides[1]:
             out.append(f"{which.upper()}: batches overlap (batch stride {strides[0]} elements)")
-        if shape[2] >= INT32_LIMIT:  # row groups: box coordinates reach (G-1)·ld + x
-            out.append(f"{which.upper()}: a row group of {shape[2]} floats (TMA coordinates are 32-bit)")
-    for which, g in zip("ab", (ga, gb)):
-        rows = p.operand(which).folded_rows if g > 1 else 0
-        if rows + 256 >= INT32_LIMIT:  # the kernel's row coordinates (a tile past the last row)
-            out.append(f"{which.upper()}: {rows} rows through the folded batches (TMA coordinates are 32-bit)")
     return out
-
-
-def fold_args(problem: Problem) -> list:
-    """A row-grouped kernel's RowFold (kernels/copy/row_groups.cuh): per operand the rows one batch
-    moves its first row by (Operand.row_fold; 0: the batch is a map dimension) and the first row
-    in no whole group of the map (folded rows, rounded down to whole groups); 0, 0 for an operand
-    whose rows are aligned."""
-    out = []
-    for which, g in zip("ab", row_groups(problem)):
-        op = problem.operand(which)
-        out += [op.row_fold, op.folded_rows // g * g] if g > 1 else [0, 0]
-    return [np.int32(v) for v in out]
 
 
 class Tma(CpAsync):
@@ -215,21 +147,10 @@ class Tma(CpAsync):
 
     def variants(self, cfg):
         layouts = [{"a_k_major": a, "b_n_major": b} for a in (1, 0) for b in (1, 0)]
-        # row groups (ROW_GROUPS): A and B of nn in 2 and 4, of tn in 4 and 2, of tt in 2 and 4,
-        # of nt in 4 and 2
-        groups = [{"a_k_major": 1, "b_n_major": 1, "a_row_group": 2, "b_row_group": 4},
-                  {"a_k_major": 0, "b_n_major": 1, "a_row_group": 4, "b_row_group": 2},
-                  {"a_k_major": 0, "b_n_major": 0, "a_row_group": 2, "b_row_group": 4},
-                  {"a_k_major": 1, "b_n_major": 0, "a_row_group": 4, "b_row_group": 2}]
-        return layouts + [{**v, "stream_k": 1} for v in layouts if v["b_n_major"]] + groups
+        return layouts + [{**v, "stream_k": 1} for v in layouts if v["b_n_major"]]
 
     def variant(self, cfg, problem):
         v = {"a_k_major": int(problem.a_k_major), "b_n_major": int(problem.b_n_major)}
-        ga, gb = row_groups(problem)
-        if ga > 1:
-            v["a_row_group"] = ga
-        if gb > 1:
-            v["b_row_group"] = gb
         if problem.splits > 1 and problem.d_ss == 0:  # the slices share D: added in a cluster
             v["cluster_k"] = problem.splits
         return v
@@ -266,20 +187,13 @@ class Tma(CpAsync):
                 f"{b(cfg['consumer_sync'])}, {b(variant['a_k_major'])}, {b(variant['b_n_major'])}, "
                 f"{variant.get('cluster_k', 1)}, {2 if cfg.get('ffma_serpentine', 0) else cfg.get('ffma_rotate', 0)}, "
                 f"{b(self.b_scalar(cfg, variant))}, "
-                f"{cfg.get('b_transpose', 0)}, {b(self.frag_prefetch(cfg))}{self._row_group_args(variant)}>")
-
-    @staticmethod
-    def _row_group_args(variant) -> str:
-        """The row groups' template arguments, where there are any (else the defaults: 1, 1)."""
-        groups = (variant.get("a_row_group", 1), variant.get("b_row_group", 1))
-        return "" if groups == (1, 1) else f", {groups[0]}, {groups[1]}"
+                f"{cfg.get('b_transpose', 0)}, {b(self.frag_prefetch(cfg))}>")
 
     # ---- stream-K (kernels/epilogue/stream_k.cuh, the wrapper in jit/source.py) -------------
     def stream_k_blocks(self, cfg, problem, sms):
         """One batch, no split-K, on TMA: min(SMs x the blocks an SM holds, K tiles in all)."""
         p = problem
-        if (p.batch != 1 or p.splits > 1 or p.K <= 0 or row_groups(p) != (1, 1) or tma_problems(cfg, p)
-                or not tensor_map.available()):
+        if p.batch != 1 or p.splits > 1 or p.K <= 0 or tma_problems(cfg, p) or not tensor_map.available():
             return 0
         bm, bn = self.block_tile(cfg)
         k_tiles = -(-p.M // bm) * -(-p.N // bn) * -(-p.K // cfg["block_k"])
@@ -301,21 +215,15 @@ class Tma(CpAsync):
             raise ConfigError(f"stage {self.id} cannot run this problem on TMA: " + "; ".join(bad) +
                               " (gemm() hands such problems to s10)")
 
-    # ---- kernel parameters: the tensor maps, the batch mask (row groups: and the RowFold) ----------
+    # ---- kernel parameters: the two tensor maps and the batch mask --------------------------
     def extra_params(self, cfg, variant):
-        params = [("const __grid_constant__ gemmlab::async::TmaDescriptor a_map", "a_map"),
-                  ("const __grid_constant__ gemmlab::async::TmaDescriptor b_map", "b_map"),
-                  ("int tma_batch_mask", "tma_batch_mask")]
-        if variant.get("a_row_group", 1) > 1 or variant.get("b_row_group", 1) > 1:  # the RowFold
-            params += [(f"int {n}", n) for n in ("a_fold", "a_full", "b_fold", "b_full")]
-        return params
+        return [("const __grid_constant__ gemmlab::async::TmaDescriptor a_map", "a_map"),
+                ("const __grid_constant__ gemmlab::async::TmaDescriptor b_map", "b_map"),
+                ("int tma_batch_mask", "tma_batch_mask")]
 
     def extra_args(self, cfg, variant, problem):
         maps = operand_maps(cfg, problem)
-        args = [tensor_map.TensorMapArg(w, *maps[w][1:]) for w in ("a", "b")] + [np.int32(maps["batch_mask"])]
-        if variant.get("a_row_group", 1) > 1 or variant.get("b_row_group", 1) > 1:
-            args += fold_args(problem)
-        return args
+        return [tensor_map.TensorMapArg(w, *maps[w][1:]) for w in ("a", "b")] + [np.int32(maps["batch_mask"])]
 
     def smem_accesses(self, cfg, variant=None):
         """Warp 0's fragment loads for one k group (4 k steps), as s10 (B K-major one k at a time

@@ -133,11 +133,11 @@ def compile_problem(job: Job, repack: bool):
 def job_facts(job: Job) -> dict:
     """What dispatch decides from the shape alone: its layout letters, whether it repacks and
     whether the entry is for aligned problems (heuristics: operands aligned, or repacked)."""
-    from ..heuristics import should_repack, tma_ready
+    from ..heuristics import should_repack
 
     p = kernel_problem(job)
     repack = should_repack(p)
-    return {"layout": p.layout, "repack": bool(repack), "aligned": bool(tma_ready(p) or repack),
+    return {"layout": p.layout, "repack": bool(repack), "aligned": bool(p.operands_aligned() or repack),
             "problem": p}
 
 

@@ -30,14 +30,11 @@ struct ClusterReduce {
     // rows' addresses before the main loop and keep them live through it.
     template <class Core, int TM, int TN>
     static __device__ __forceinline__ void write_partial(const Core& core, const float (&acc)[TM][TN], float* tile) {
-        // Rows (columns) in group order: each at the tile row (column) it holds.
         float* first;
-        asm volatile("mov.b64 %0, %1;\n"
-                     : "=l"(first)
-                     : "l"(tile + (Core::M_GROUPED ? 0 : core.m_base * LD) + (Core::N_GROUPED ? 0 : core.n_base)));
+        asm volatile("mov.b64 %0, %1;\n" : "=l"(first) : "l"(tile + core.m_base * LD + core.n_base));
 #pragma unroll
         for (int i = 0; i < TM; ++i) {
-            float* row = first + (Core::M_GROUPED ? core.out_m(i) : Core::row_of(i)) * LD;
+            float* row = first + Core::row_of(i) * LD;
             if constexpr (Core::COLS_IN_FOURS) {
 #pragma unroll
                 for (int j = 0; j < TN; j += 4)
@@ -45,7 +42,7 @@ struct ClusterReduce {
                         make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]);
             } else {
 #pragma unroll
-                for (int j = 0; j < TN; ++j) row[Core::N_GROUPED ? core.out_n(j) : Core::col_of(j)] = acc[i][j];
+                for (int j = 0; j < TN; ++j) row[Core::col_of(j)] = acc[i][j];
             }
         }
     }

@@ -47,16 +47,9 @@ namespace gemmlab {
 // k at a time, the next k's fragments loaded before this k's FFMAs, and the k after a run left in
 // registers for the caller, which may cross its barrier and load the next tile's first k before
 // that k's FFMAs (s10's FRAG_CARRY: runs of a tile's k's but its last, or of CARRY_CHUNK k's).
-//
-// A_ROW_GROUP / B_ROW_GROUP (1: none; 2 or 4): the tile's rows lie in shared memory in row-group
-// order (s11's TMA row groups for rows that are not 16-byte aligned, copy/row_groups.cuh): box j of
-// G brought rows j, j+G, j+2G, ... Rows of k ([k][x] tiles: A M-major, B N-major): k sits in smem
-// row k_slot<G>(k), in the unrolled loop an affine function of the group (no instruction more).
-// Rows of m (A K-major) or n (B K-major): smem row s holds tile row (s % (BLOCK/G))*G + s / (BLOCK/G),
-// where the epilogue stores it (out_m, out_n).
 template <int BLOCK_M, int BLOCK_N, int BLOCK_K, int WARP_M, int WARP_N, int K_UNROLL, bool A_SWIZZLE,
           bool A_K_MAJOR, bool B_N_MAJOR, int FFMA_ROTATE = 0, bool B_SCALAR = false, int A_LD_ = 0, int B_LD_ = 0,
-          bool FRAG_PREFETCH = false, int A_ROW_GROUP = 1, int B_ROW_GROUP = 1>
+          bool FRAG_PREFETCH = false>
 struct WarpTileCore {
     // As[m][k] swizzled, with single rows 4 apart (else plain, with groups of 4 rows): a config choice.
     static constexpr bool A_ROWS_SWIZZLED = A_K_MAJOR && A_SWIZZLE;
@@ -86,20 +79,6 @@ struct WarpTileCore {
     static_assert(!B_SCALAR || !B_N_MAJOR, "b_scalar: B's fragments one k at a time only where B is K-major");
     static_assert(A_LD >= BLOCK_M && A_LD % 4 == 0 && B_LD >= BLOCK_N && B_LD % 4 == 0,
                   "a [k][x] tile's rows hold the tile's x and stay 16-byte aligned");
-    static_assert((A_ROW_GROUP == 1 || A_ROW_GROUP == 2 || A_ROW_GROUP == 4) &&
-                      (B_ROW_GROUP == 1 || B_ROW_GROUP == 2 || B_ROW_GROUP == 4),
-                  "a row group is 1 (none), 2 or 4 rows");
-    static_assert(B_ROW_GROUP == 1 || B_N_MAJOR || BLOCK_N % (8 * B_ROW_GROUP) == 0,
-                  "B's rows of n in groups: each box whole periods of the 8-row swizzle");
-    // (SHIFTED_M, s10's edge blocks moved inside A, never meets row groups, which are s11's)
-    static_assert(A_ROW_GROUP == 1 || !A_K_MAJOR || BLOCK_M % (8 * A_ROW_GROUP) == 0,
-                  "A's rows of m in groups: each box whole periods of the 8-row swizzle");
-
-    // The shared-memory row of k in a [k][x] tile whose rows came in row groups of G.
-    template <int G>
-    static __host__ __device__ constexpr int k_slot(int k) {
-        return group_slot<G, BLOCK_K>(k);
-    }
 
     // Column j of the jj-th FFMA in a run whose A value is component c of its quad (FFMA_ROTATE;
     // consecutive runs have c of alternating parity, so c also says which way a serpentine run goes).
@@ -132,29 +111,6 @@ struct WarpTileCore {
     static __device__ __forceinline__ int col_of(int j) {
         return B_N_MAJOR ? (j / 4) * (LANES_N * 4) + j % 4 : j * LANES_N;
     }
-    static constexpr bool M_GROUPED = A_K_MAJOR && A_ROW_GROUP > 1;  // smem rows of m in group order
-    static constexpr bool N_GROUPED = !B_N_MAJOR && B_ROW_GROUP > 1;  // smem rows of n in group order
-
-    // The tile row (from the block's first) of the thread's row i: its smem row, or with M_GROUPED
-    // the row the group order put there.
-    __device__ __forceinline__ int out_m(int i) const {
-        return group_row<M_GROUPED ? A_ROW_GROUP : 1, BLOCK_M>(m_base + row_of(i));
-    }
-    // D's row of the thread's row i in the tile at row0 (without M_GROUPED summed as it always was,
-    // so that the other kernels' code does not change).
-    __device__ __forceinline__ int64 out_row(int64 row0, int i) const {
-        if constexpr (M_GROUPED) return row0 + out_m(i);
-        return row0 + m_base + row_of(i);
-    }
-    // Likewise the tile column of the thread's column j, and D's column (N_GROUPED: B K-major only,
-    // whose columns the epilogue stores one at a time).
-    __device__ __forceinline__ int out_n(int j) const {
-        return group_row<N_GROUPED ? B_ROW_GROUP : 1, BLOCK_N>(n_base + col_of(j));
-    }
-    __device__ __forceinline__ int64 out_col(int64 col0, int j) const {
-        if constexpr (N_GROUPED) return col0 + out_n(j);
-        return col0 + n_base + col_of(j);
-    }
 
     int m_base;     // first row of this thread in the block tile
     int n_base;     // first column
@@ -179,7 +135,7 @@ struct WarpTileCore {
             for (int kk = 0; kk < 4; ++kk) {
 #pragma unroll
                 for (int jq = 0; jq < THREAD_N / 4; ++jq)
-                    load_quad(b[kk], 4 * jq, b_tile + k_slot<B_ROW_GROUP>(4 * g + kk) * B_LD + n_base + jq * (LANES_N * 4));
+                    load_quad(b[kk], 4 * jq, b_tile + (4 * g + kk) * B_LD + n_base + jq * (LANES_N * 4));
             }
         } else {
             const int chunk = g ^ b_swizzle;
@@ -242,7 +198,7 @@ struct WarpTileCore {
                 float a[THREAD_M];
 #pragma unroll
                 for (int iq = 0; iq < THREAD_M / 4; ++iq)
-                    load_quad(a, 4 * iq, a_tile + k_slot<A_ROW_GROUP>(4 * g + kk) * A_LD + m_base + iq * (LANES_M * 4));
+                    load_quad(a, 4 * iq, a_tile + (4 * g + kk) * A_LD + m_base + iq * (LANES_M * 4));
                 if constexpr (B_SCALAR) {
                     // Runs along M sharing B's value: the register-file reads are A's (banks
                     // alternating with the row) and the accumulator's.
@@ -268,11 +224,9 @@ struct WarpTileCore {
                                            int k) const {
         static_assert(OUTER_PRODUCT, "one k at a time: the outer-product layout (As[k][m], Bs[k][n])");
 #pragma unroll
-        for (int iq = 0; iq < THREAD_M / 4; ++iq)
-            load_quad(f.a, 4 * iq, a_tile + k_slot<A_ROW_GROUP>(k) * A_LD + m_base + iq * (LANES_M * 4));
+        for (int iq = 0; iq < THREAD_M / 4; ++iq) load_quad(f.a, 4 * iq, a_tile + k * A_LD + m_base + iq * (LANES_M * 4));
 #pragma unroll
-        for (int jq = 0; jq < THREAD_N / 4; ++jq)
-            load_quad(f.b, 4 * jq, b_tile + k_slot<B_ROW_GROUP>(k) * B_LD + n_base + jq * (LANES_N * 4));
+        for (int jq = 0; jq < THREAD_N / 4; ++jq) load_quad(f.b, 4 * jq, b_tile + k * B_LD + n_base + jq * (LANES_N * 4));
     }
 
     // acc += the outer product of one k's fragments (the FFMA order of multiply_group's).
@@ -331,7 +285,7 @@ struct WarpTileCore {
                                                float (&cv)[THREAD_N]) const {
 #pragma unroll
         for (int j = 0; j < THREAD_N; j += (COLS_IN_FOURS ? 4 : 1)) {
-            const int64 col = out_col(col0, j);
+            const int64 col = col0 + n_base + col_of(j);
             if (COLS_IN_FOURS && col + 3 < args.N) {
                 const float4 v = c.load4(c.src(nullptr, row, col));
                 cv[j] = v.x;
@@ -357,22 +311,22 @@ struct WarpTileCore {
                                                  const float (&acc)[THREAD_M][THREAD_N], bool d_aligned) const {
         const bool same_rows = c.rs == 0;
         const int m_lo = skipped<BLOCK_M>(row0), n_lo = skipped<BLOCK_N>(col0);
-        const int64 first = out_row(row0, 0);
-        if (!M_GROUPED && first >= args.M) return;  // rows increase with i: none of the thread's rows is in D
+        const int64 first = row0 + m_base + row_of(0);
+        if (first >= args.M) return;  // rows increase with i: none of the thread's rows is in D
         float cur[THREAD_N], next[THREAD_N];
         load_c_row(args, c, same_rows ? 0 : first, col0, cur);
 #pragma unroll
         for (int i = 0; i < THREAD_M; ++i) {
-            const int64 row = out_row(row0, i);
+            const int64 row = row0 + m_base + row_of(i);
             if (i + 1 < THREAD_M && !same_rows) {
-                const int64 nrow = out_row(row0, i + 1);
+                const int64 nrow = row0 + m_base + row_of(i + 1);
                 if (nrow < args.M) load_c_row(args, c, nrow, col0, next);
             }
             if (row < args.M && (!SHIFTED_M || m_base + row_of(i) >= m_lo)) {
                 float* drow = args.D + row * args.ldd;
 #pragma unroll
                 for (int j = 0; j < THREAD_N; j += (COLS_IN_FOURS ? 4 : 1)) {
-                    const int64 col = out_col(col0, j);
+                    const int64 col = col0 + n_base + col_of(j);
                     if (COLS_IN_FOURS && d_aligned && col + 3 < args.N && (!SHIFTED_N || n_base + col_of(j) >= n_lo)) {
                         *reinterpret_cast<float4*>(drow + col) = make_float4(
                             args.alpha * acc[i][j] + args.beta * cur[j], args.alpha * acc[i][j + 1] + args.beta * cur[j + 1],
@@ -411,7 +365,7 @@ struct WarpTileCore {
         const int m_lo = skipped<BLOCK_M>(row0), n_lo = skipped<BLOCK_N>(col0);
 #pragma unroll
         for (int i = 0; i < THREAD_M; ++i) {
-            const int64 row = out_row(row0, i);
+            const int64 row = row0 + m_base + row_of(i);
             if (row >= args.M || (SHIFTED_M && m_base + row_of(i) < m_lo)) continue;
             if constexpr (B_N_MAJOR) {
 #pragma unroll
@@ -431,7 +385,7 @@ struct WarpTileCore {
             } else {
 #pragma unroll
                 for (int j = 0; j < THREAD_N; ++j) {
-                    const int64 col = out_col(col0, j);
+                    const int64 col = col0 + n_base + col_of(j);
                     if (col < args.N && (!SHIFTED_N || n_base + col_of(j) >= n_lo)) store_output(args, c, row, col, acc[i][j]);
                 }
             }

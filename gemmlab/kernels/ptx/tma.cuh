@@ -27,11 +27,5 @@ __device__ __forceinline__ void tma_load_3d(unsigned dst, const TmaDescriptor* m
         : "memory");
 }
 
-// Order this thread's earlier generic-proxy writes to shared memory before later async-proxy
-// (TMA) accesses of it: a buffer written by threads and then refilled by a copy.
-__device__ __forceinline__ void fence_proxy_async_shared() {
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-
 }  // namespace async
 }  // namespace gemmlab
