@@ -270,6 +270,30 @@ for what in "$@"; do
       step "ncu: auto's s10 4-byte path against cuBLAS, stall reasons (333x555x777x8 tt, 255^3x32 nt)"
       for s in "333 555 777 tt 8" "255 255 255 nt 32"; do bash scripts/ncu_s10_deep.sh "$s"; done \
         2>&1 | tee "$RES/ncu-s10-stalls.txt" | tail -80 ;;
+    a-swizzle)
+      # the nt stand-in's K-major A swizzled in shared memory (s11_tma.STAND_IN_A_SWIZZLE, off;
+      # docs/stages/s10-s11.md, "The nt stand-in's A"): its GPU test; ncu at 255^3x32 nt, the stand-in
+      # as is and swizzled (bank conflicts, stall reasons); auto as is against the flag on, on the nt
+      # shapes of seed 97 it changes (--dry: 11 of 120) with the own suite's minimum, then seed 101
+      step "pytest -m gpu: a_swizzle on 4-byte copies, and the stand-ins with STAND_IN_A_SWIZZLE / STAND_IN_BLOCK_K16"
+      python3 -m pytest -m gpu -q -n 8 -p no:cacheprovider -k "a_swizzle or block_k16" tests/test_stages_s10_s11.py 2>&1 \
+        | tee "$RES/gpu-stand-in-flags.txt" | tail -3
+      step "ncu: 255^3x32 nt, the stand-in as is and with A swizzled"
+      st='"block_m": 64, "block_n": 128, "warp_m": 32, "warp_n": 64, "block_k": 16, "stages": 4, "min_blocks": 2, "edge_shift": 1'
+      bash scripts/ncu_s10_deep.sh "255 255 255 nt 32" "{$st}" "{$st, \"a_swizzle\": 1}" 2>&1 | tee "$RES/ncu-a-swizzle.txt" \
+        | grep -E "===|duration|conflicts|short_scoreboard|issue_active|inst_executed" | tail -24
+      step "variants: as_is against stand_in_a_swizzle"
+      fixed_variants as_is,stand_in_a_swizzle variants-a-swizzle-97.txt 300 16 255 255 255 nt 32 295 171 507 nt 4 \
+        140 257 487 nt 8 441 736 191 nt 1 179 1192 2377 nt 1 111 736 103 nt 32 299 479 377 nt 32 595 103 2269 nt 1 \
+        707 476 225 nt 1 212 644 311 nt 32 711 304 137 nt 1 231 536 1009 nt 1
+      random_variants 101 as_is,stand_in_a_swizzle variants-a-swizzle-101.txt 240 ;;
+    stand-in-bk16)
+      # the stand-ins of nn / tn / tt on 4-byte copies at K tiles of 16 in 4 stages where the tile's
+      # are 32 (s11_tma.STAND_IN_BLOCK_K16, off; run a-swizzle first: its GPU tests): seed 97 (--dry:
+      # 42 of 120 plans change), then the fresh seed 103
+      step "variants: as_is against stand_in_bk16"
+      random_variants 97 as_is,stand_in_bk16 variants-bk16-97.txt 300
+      random_variants 103 as_is,stand_in_bk16 variants-bk16-103.txt 280 ;;
     serpentine|serpentine-ladder|serpentine-probe)
       # docs/stages/s10-s11.md, "Serpentine FFMA runs" (run `tests` first: its GPU tests). s11 at
       # auto's tile for the large squares, tn (TMA's outer-product layout), in order against

@@ -182,6 +182,50 @@ def test_the_s10_stand_ins_of_unaligned_problems_do_not_spill(layout):
     assert spilling == set()
 
 
+def test_the_nt_stand_ins_with_a_swizzled_do_not_spill(monkeypatch):
+    """s11_tma.STAND_IN_A_SWIZZLE (off until timed): every tile's nt stand-in on 4-byte copies takes
+    a_swizzle 1 and keeps its K loop free of local loads and stores (the swizzle's per-group XOR
+    costs registers: 128x64 w32x32 at 2 blocks an SM spills 80 bytes with it, a block the nt
+    stand-in does not keep)."""
+    from gemmlab.stages import s11_tma
+
+    monkeypatch.setattr(s11_tma, "STAND_IN_A_SWIZZLE", True)
+    scan = load_script("s10_spill_scan")
+    spilling = set()
+    for label, _, splits, spec, cfg, variant in scan.instantiations(("nt",)):
+        assert cfg.get("a_swizzle") == 1, (label, cfg)
+        if splits == 1 and scan.spills(spec, cfg, variant)["loop"]:
+            spilling.add(label)
+    assert spilling == set()
+
+
+@pytest.mark.parametrize("layout", ["nn", "tn", "tt"])
+def test_the_stand_ins_at_block_k_16_do_not_spill(monkeypatch, layout):
+    """s11_tma.STAND_IN_BLOCK_K16 (off until timed): the stand-ins on 4-byte copies of nn, tn and tt
+    whose tile has K tiles of 32 take 16 in 4 stages where s10 allows it (32x256 w16x64 does not:
+    its transposing copy), and their K loops stay free of local loads and stores."""
+    from gemmlab.stages import s11_tma
+
+    def legal_at_16(cfg):
+        try:
+            get("s10").config({**cfg, "block_k": 16, "stages": 4, "k_unroll": min(cfg["k_unroll"], 4)})
+        except ConfigError:
+            return False
+        return True
+
+    scan = load_script("s10_spill_scan")
+    before = {label: cfg["block_k"] for label, _, splits, _, cfg, _ in scan.instantiations((layout,)) if splits == 1}
+    monkeypatch.setattr(s11_tma, "STAND_IN_BLOCK_K16", True)
+    spilling, moved = set(), 0
+    for label, _, splits, spec, cfg, variant in scan.instantiations((layout,)):
+        assert cfg["block_k"] <= 16 or not legal_at_16(cfg), (label, cfg)
+        if splits == 1:
+            moved += before[label] == 32
+            if scan.spills(spec, cfg, variant)["loop"]:
+                spilling.add(label)
+    assert moved > 0 and spilling == set()
+
+
 def test_the_s10_spill_probe_cases_are_runnable():
     """scripts/s10_spill_probe.py (for the H200) on the CPU: each case is a K-loop spill the set
     above held (or a cluster split of one), every alternative is a legal s10 config that keeps

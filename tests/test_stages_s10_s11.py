@@ -1095,6 +1095,75 @@ def test_the_s10_stand_in_of_an_nt_problem_on_4_byte_copies(monkeypatch):
     assert stand_in("128x64 w32x32 x2", "nt") == moved("128x64 w32x32 x2")
 
 
+def test_the_nt_stand_in_reads_a_swizzled_under_the_flag(monkeypatch):
+    """s11_tma.STAND_IN_A_SWIZZLE (off): the stand-in of an nt problem on 4-byte copies, whose A
+    stays K-major in shared memory (As[m][k]), takes a_swizzle 1, and the bank model then puts A's
+    fragment loads at half the wavefronts (2 an LDS.128 against 4: the 25% of shared-load
+    wavefronts ncu counted as conflicts at 255x255x255x32 nt). nn (A turned by transpose_in), tn
+    and tt (A M-major) and aligned nt problems keep their config."""
+    from gemmlab.analysis import banks
+    from gemmlab.heuristics import space
+
+    by = {c.label: c for c in space.SM90}
+
+    def stand_in(label, layout, dims=(255, 257, 259)):
+        p = Problem.dense(*dims, layout, 1, a_ptr=1 << 40, b_ptr=2 << 40, d_ptr=3 << 40)
+        spec, cfg = by[label].spec().fallback(by[label].config(), p)
+        assert spec.id == "s10"
+        return cfg, spec.variant(cfg, p)
+
+    def a_wavefronts(cfg, variant):
+        return banks.analyse_kind(S10.smem_accesses(cfg, variant)["a_load"])["total_wavefronts"]
+
+    labels = ("64x128 w32x64 x2", "128x64 w32x32 x2", "64x64 w32x32 x3")
+    off = {(label, lay): stand_in(label, lay) for label in labels for lay in ("nn", "nt", "tn", "tt")}
+    aligned = Problem.dense(256, 256, 256, "nt", 1, a_ptr=1 << 40, b_ptr=2 << 40, d_ptr=3 << 40)
+    aligned_off = s11_tma.s10_config_for(by["64x128 w32x64 x2"].config(), aligned)
+    assert not s11_tma.STAND_IN_A_SWIZZLE
+    assert all(cfg["a_swizzle"] == 0 for cfg, _ in off.values())
+    monkeypatch.setattr(s11_tma, "STAND_IN_A_SWIZZLE", True)
+    for (label, lay), (cfg, variant) in off.items():
+        on, v_on = stand_in(label, lay)
+        if lay == "nt":
+            assert v_on == variant and variant["a_k_major"] and not variant["vec"], (label, variant)
+            assert on == {**cfg, "a_swizzle": 1}, label
+            assert 2 * a_wavefronts(on, variant) == a_wavefronts(cfg, variant), label
+        else:
+            assert on == cfg, (label, lay)
+    assert s11_tma.s10_config_for(by["64x128 w32x64 x2"].config(), aligned) == aligned_off
+
+
+def test_the_stand_in_takes_k_tiles_of_16_under_the_flag_except_in_nt(monkeypatch):
+    """s11_tma.STAND_IN_BLOCK_K16 (off): a stand-in on 4-byte copies whose tile has K tiles of 32 (the
+    tiles of one block an SM) runs them at 16 in 4 stages in nn, tn and tt, nothing else changed;
+    nt, aligned problems and tiles already at 16 keep their config."""
+    from gemmlab.heuristics import space
+
+    by = {c.label: c for c in space.SM90}
+
+    def stand_in(label, layout, dims=(255, 257, 259)):
+        p = Problem.dense(*dims, layout, 1, a_ptr=1 << 40, b_ptr=2 << 40, d_ptr=3 << 40)
+        spec, cfg = by[label].spec().fallback(by[label].config(), p)
+        assert spec.id == "s10"
+        return cfg
+
+    labels = [c.label for c in space.SM90 if c.spec().id == "s11"]
+    off = {(label, lay): stand_in(label, lay) for label in labels for lay in ("nn", "nt", "tn", "tt")}
+    aligned = Problem.dense(256, 256, 256, "nn", 1, a_ptr=1 << 40, b_ptr=2 << 40, d_ptr=3 << 40)
+    aligned_off = {label: s11_tma.s10_config_for(by[label].config(), aligned) for label in labels}
+    monkeypatch.setattr(s11_tma, "STAND_IN_BLOCK_K16", True)
+    moved = 0
+    for (label, lay), cfg in off.items():
+        on = stand_in(label, lay)
+        if lay == "nt" or cfg["block_k"] != 32:
+            assert on == cfg, (label, lay)
+        elif on != cfg:  # (where s10 allows K tiles of 16 at this tile: not 32x256 w16x64)
+            moved += 1
+            assert on == {**cfg, "block_k": 16, "stages": 4, "k_unroll": min(cfg["k_unroll"], 4)}, (label, lay)
+    assert moved >= 3
+    assert all(s11_tma.s10_config_for(by[label].config(), aligned) == aligned_off[label] for label in labels)
+
+
 # ---- s10 edge_shift: M/N edge blocks moved inside an operand on 4-byte copies ---------------------
 def test_edge_shift_is_0_or_1_named_and_given_to_the_stand_in(monkeypatch):
     """``edge_shift`` is 0 or 1, the template's last argument, named (es1) only where on; s11's
@@ -1419,6 +1488,45 @@ def test_gpu_stand_in_frag_carry_through_auto(monkeypatch, layout, chunked):
     monkeypatch.setattr(s11_tma, "STAND_IN_FRAG_CARRY_CHUNKED", chunked)
     for stage in ("s11", "auto"):
         for M, N, K, batch in ((333, 555, 777, 8), (1001, 999, 301, None), (255, 257, 259, None), (97, 4001, 33, None)):
+            r = check_stage(stage, M, N, K, layout, batch=batch)
+            assert r.correct, (stage, layout, M, N, K, batch, r)
+
+
+@pytest.mark.gpu
+def test_gpu_s10_a_swizzle_on_4_byte_copies_and_the_nt_stand_in(monkeypatch):
+    """a_swizzle=1 on 4-byte copies (As[m][k] swizzled, as s11_tma.STAND_IN_A_SWIZZLE asks of the nt
+    stand-in) against float64: every S10_TILES tile, the layouts whose A is K-major (nt, and nn
+    without transpose_in), the edge blocks moved and not, odd, tiny and batched shapes, K in slices
+    added in a cluster; then s11 and auto with the flag on, nt, on the own suite's minimum and odd shapes."""
+    from gemmlab.check import check_stage
+
+    for tile in S10_TILES:
+        for extra in ({"edge_shift": 1}, {"edge_shift": 0, "transpose_in": 0}):
+            cfg = {**tile, "a_swizzle": 1, **extra}
+            for layout in ("nt", "nn"):
+                for M, N, K, batch in ((333, 555, 777, None), (257, 301, 99, 3), (5, 7, 9, None), (64, 128, 4001, None)):
+                    r = check_stage("s10", M, N, K, layout, config=cfg, batch=batch)
+                    assert r.correct, (cfg, layout, M, N, K, batch, r)
+    r = check_stage("s10", 301, 203, 1001, "nt", config={**S10_TILES[0], "a_swizzle": 1, "edge_shift": 1, "split_k": 3})
+    assert r.correct, r
+    monkeypatch.setattr(s11_tma, "STAND_IN_A_SWIZZLE", True)
+    for stage in ("s11", "auto"):
+        for M, N, K, batch in ((255, 255, 255, 32), (333, 555, 777, 8), (1001, 999, 301, None), (97, 4001, 33, None)):
+            r = check_stage(stage, M, N, K, "nt", batch=batch)
+            assert r.correct, (stage, M, N, K, batch, r)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", ["nn", "tn", "tt"])
+def test_gpu_stand_in_block_k16_through_auto(monkeypatch, layout):
+    """With STAND_IN_BLOCK_K16 on, the plans of unaligned problems (s11's stand-in and auto) on the
+    shapes the knob probe timed and odd ones, batched, against float64."""
+    from gemmlab.check import check_stage
+
+    monkeypatch.setattr(s11_tma, "STAND_IN_BLOCK_K16", True)
+    for stage in ("s11", "auto"):
+        for M, N, K, batch in ((492, 109, 137, 32), (455, 97, 743, 32), (333, 555, 777, 8), (1001, 999, 301, None),
+                               (97, 4001, 33, None), (255, 257, 259, None)):
             r = check_stage(stage, M, N, K, layout, batch=batch)
             assert r.correct, (stage, layout, M, N, K, batch, r)
 

@@ -296,6 +296,21 @@ CARRY_TRIP_FFMAS = 2048
 # keeps (ncu on an H100, 741x552x125x8 tt, 256x128 w64x64: ku4 44.4 us with 1.57 cycles an issued
 # instruction stalled on no_instruction, ku2 41.0 with 1.13, ku1 41.0 with 1.08; cuBLAS 0.14).
 STAND_IN_MAX_K_UNROLL = None
+# An experiment (2026-12-06, twentieth session; off until timed): the stand-in of an nt problem on
+# 4-byte copies keeps A K-major in shared memory (As[m][k]; transpose_in turns no operand of nt),
+# plain (a_swizzle 0, s11's default), where the bank model puts each of A's LDS.128 at 4 wavefronts
+# against 2 swizzled. ncu on an H100 (results/h100/logs/ncu-s10-stalls.txt): 255x255x255x32 nt's
+# stand-in, 64x128 w32x64, 43.8 us against cuBLAS's 31.5; 1.05M of its 4.19M shared-load wavefronts
+# were bank conflicts (the model: 16 of 64 a k group, 25%), cuBLAS's 2.5K; short_scoreboard 0.48
+# cycles an issued instruction. On: a_swizzle 1 there (docs/stages/s10-s11.md, "The nt stand-in's A").
+STAND_IN_A_SWIZZLE = False
+# An experiment (2026-12-06, twentieth session; off until timed): the stand-in on 4-byte copies of
+# nn, tn and tt at block_k 16 in 4 stages where its tile has block_k 32 (the tiles of one block an
+# SM: the rule above moves the others). s10_tile_probe.py --knobs (H100 with the H200 table,
+# results/h100/logs/s10-knobs.txt), auto's s10 with one knob changed: "bk16 s4" 0.937x the time at
+# 492x109x137x32 tn and 0.919x at 455x97x743x32 nn (256x64, bk32 s3), 0.963 / 0.992 / 0.993 / 1.011
+# at four more of nn, tn, tt; in nt 1.016 and 1.052 (64x64 x3): not nt.
+STAND_IN_BLOCK_K16 = False
 # An experiment (CPU-built 2026-12-05, not yet measured): the stand-in on 4-byte copies runs its
 # FFMAs in serpentine order where the core reads the outer-product layout (s10 ffma_serpentine).
 STAND_IN_FFMA_SERPENTINE = False
@@ -309,7 +324,9 @@ def s10_config_for(cfg, problem=None) -> dict:
     blocks moved inside an operand on 4-byte copies (``edge_shift``); with STAND_IN_FRAG_CARRY, the
     last k carried over the barrier where the core reads the outer-product layout (``frag_carry``;
     with STAND_IN_FRAG_CARRY_CHUNKED in trips of the uncarried kernel's k's, ``carry_chunk``),
-    with STAND_IN_FFMA_SERPENTINE its FFMAs in serpentine order there (``ffma_serpentine``)."""
+    with STAND_IN_FFMA_SERPENTINE its FFMAs in serpentine order there (``ffma_serpentine``); with
+    STAND_IN_A_SWIZZLE, an A that stays K-major in shared memory (nt) swizzled (``a_swizzle``); with
+    STAND_IN_BLOCK_K16, K tiles of 16 in 4 stages where the tile's are 32 (not nt)."""
     same = {k: cfg[k] for k in S10.default_config if k in cfg and k != "stages"}
     try:
         out = S10.config(same)
@@ -323,6 +340,11 @@ def s10_config_for(cfg, problem=None) -> dict:
     v = S10.variant(out, problem) if problem is not None else None
     if v is None or v["vec"]:  # 16-byte copies: as before
         return out
+    if STAND_IN_BLOCK_K16 and out["block_k"] == 32 and not (v["a_k_major"] and not v["b_n_major"]):
+        try:  # K tiles of 16 in 4 stages (not nt), as the multi-block tiles above
+            out = S10.config({**out, "block_k": 16, "stages": 4, "k_unroll": min(out["k_unroll"], 4)})
+        except ConfigError:
+            pass
     # the rules' changes, checked in one config (the model asks this for every candidate it ranks)
     extra = {"edge_shift": 1} if STAND_IN_EDGE_SHIFT else {}
     ku = out["k_unroll"] if STAND_IN_MAX_K_UNROLL is None else min(out["k_unroll"], STAND_IN_MAX_K_UNROLL)
@@ -343,6 +365,8 @@ def s10_config_for(cfg, problem=None) -> dict:
             extra["carry_chunk"] = 4 * ku
     if "a_vec" not in v and "b_vec" not in v:  # both operands on 4-byte copies
         tight = REG_FILE // (S10.threads(out) * out["min_blocks"]) <= 128
+        if STAND_IN_A_SWIZZLE and v["a_k_major"] and not S10.transposed_in(out, v)[0]:
+            extra["a_swizzle"] = 1  # A read as As[m][k]: swizzled, 2 wavefronts an LDS.128
         if NT_STAND_IN_FEWER_BLOCKS and v["a_k_major"] and not v["b_n_major"]:
             if tight and out["min_blocks"] > 1:
                 extra["min_blocks"] = out["min_blocks"] - 1
