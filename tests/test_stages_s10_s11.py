@@ -1064,6 +1064,18 @@ def test_gpu_s11_b_transpose_batched_matches_float64(layout):
         assert r.correct, (layout, name, r)
 
 
+def _stand_in(label, layout, dims=(255, 257, 259)):
+    """(config, variant) of the s10 stand-in that the space's tile ``label`` runs for an unaligned
+    (4-byte) dims problem of ``layout``, as the plan builds it."""
+    from gemmlab.heuristics import space
+
+    cand = next(c for c in space.SM90 if c.label == label)
+    p = Problem.dense(*dims, layout, 1, a_ptr=1 << 40, b_ptr=2 << 40, d_ptr=3 << 40)
+    spec, cfg = cand.spec().fallback(cand.config(), p)
+    assert spec.id == "s10"
+    return cfg, spec.variant(cfg, p)
+
+
 def test_the_s10_stand_in_of_an_nt_problem_on_4_byte_copies(monkeypatch):
     """s11_tma.s10_config_for with the problem: an nt problem on 4-byte copies (both fragments
     K-major) takes one block an SM fewer where a thread has at most 128 registers, and at most 4
@@ -1074,10 +1086,7 @@ def test_the_s10_stand_in_of_an_nt_problem_on_4_byte_copies(monkeypatch):
     by = {c.label: c for c in space.SM90}
 
     def stand_in(label, layout, dims=(255, 257, 259)):
-        p = Problem.dense(*dims, layout, 1, a_ptr=1 << 40, b_ptr=2 << 40, d_ptr=3 << 40)
-        spec, cfg = by[label].spec().fallback(by[label].config(), p)
-        assert spec.id == "s10"
-        return cfg
+        return _stand_in(label, layout, dims)[0]
 
     plain = lambda label: s11_tma.s10_config_for(by[label].config())  # noqa: E731
     moved = lambda label: {**plain(label), "edge_shift": 1}  # noqa: E731  (STAND_IN_EDGE_SHIFT, on 4-byte copies)
@@ -1106,11 +1115,7 @@ def test_the_nt_stand_in_reads_a_swizzled_under_the_flag(monkeypatch):
 
     by = {c.label: c for c in space.SM90}
 
-    def stand_in(label, layout, dims=(255, 257, 259)):
-        p = Problem.dense(*dims, layout, 1, a_ptr=1 << 40, b_ptr=2 << 40, d_ptr=3 << 40)
-        spec, cfg = by[label].spec().fallback(by[label].config(), p)
-        assert spec.id == "s10"
-        return cfg, spec.variant(cfg, p)
+    stand_in = _stand_in
 
     def a_wavefronts(cfg, variant):
         return banks.analyse_kind(S10.smem_accesses(cfg, variant)["a_load"])["total_wavefronts"]
@@ -1142,10 +1147,7 @@ def test_the_stand_in_takes_k_tiles_of_16_under_the_flag_except_in_nt(monkeypatc
     by = {c.label: c for c in space.SM90}
 
     def stand_in(label, layout, dims=(255, 257, 259)):
-        p = Problem.dense(*dims, layout, 1, a_ptr=1 << 40, b_ptr=2 << 40, d_ptr=3 << 40)
-        spec, cfg = by[label].spec().fallback(by[label].config(), p)
-        assert spec.id == "s10"
-        return cfg
+        return _stand_in(label, layout, dims)[0]
 
     labels = [c.label for c in space.SM90 if c.spec().id == "s11"]
     off = {(label, lay): stand_in(label, lay) for label in labels for lay in ("nn", "nt", "tn", "tt")}
