@@ -92,18 +92,18 @@ VARIANTS = {
                            (s11_tma, "STAND_IN_FRAG_CARRY_CHUNKED", True)),
     # the stand-in on 4-byte copies at k_unroll 2 at most (its K loop half the size where it was 4)
     "stand_in_ku2": ((s11_tma, "STAND_IN_MAX_K_UNROLL", 2),),
-    # a tuned bucket's entry measured at another shape is checked against the waves model there
-    # (heuristics/choice.py, TUNED_MODEL_SLACK; the runtime's 1.15 since 2026-12-06, so tuned_slack
-    # is as_is now and tuned_slack_off the entry taken wherever its bucket matches); random shapes
-    # in tuned buckets (--in-buckets)
-    "tuned_slack": ((choice, "TUNED_MODEL_SLACK", 1.15),),
-    "tuned_slack_off": ((choice, "TUNED_MODEL_SLACK", None),),
     # the stand-in of an nt problem on 4-byte copies reads its K-major A swizzled (a_swizzle 1): half
     # the shared-load wavefronts of A's fragments (s11_tma.STAND_IN_A_SWIZZLE; twentieth session)
     "stand_in_a_swizzle": ((s11_tma, "STAND_IN_A_SWIZZLE", True),),
     # the stand-in on 4-byte copies of nn, tn, tt at block_k 16 in 4 stages where its tile's is 32
     # (s11_tma.STAND_IN_BLOCK_K16; twentieth session, from s10_tile_probe.py --knobs)
     "stand_in_bk16": ((s11_tma, "STAND_IN_BLOCK_K16", True),),
+    # a tuned bucket's entry measured at another shape is checked against the waves model there
+    # (heuristics/choice.py, TUNED_MODEL_SLACK; the runtime's 1.15 since 2026-12-06, so tuned_slack
+    # is as_is now and tuned_slack_off the entry taken wherever its bucket matches); random shapes
+    # in tuned buckets (--in-buckets)
+    "tuned_slack": ((choice, "TUNED_MODEL_SLACK", 1.15),),
+    "tuned_slack_off": ((choice, "TUNED_MODEL_SLACK", None),),
     "tuned_slack130": ((choice, "TUNED_MODEL_SLACK", 1.3),),
     # the rule if the chunks turn the 128-accumulator stand-ins' loss into the 64's gain: 64 and 128
     "frag_carry_64_128": ((s11_tma, "STAND_IN_FRAG_CARRY", True), (s11_tma, "STAND_IN_FRAG_CARRY_CHUNKED", True),
