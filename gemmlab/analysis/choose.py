@@ -65,14 +65,14 @@ def report(M: int, N: int, K: int, batch: int = 1, layout: str = "nn", *, gpu_na
     ident = table.identity(gpu_name, arch, compiler or compiler_version())
     c = choice_mod.choose(p, gpu, ident, precision=precision)
     seen = p.repacks(c.repack, c.a_transpose)[1] if c.spec.aligned_path else p
-    aligned = seen.operands_aligned()
+    aligned, p_aligned = seen.operands_aligned(), p.operands_aligned()
     out = {"shape": [M, N, K, batch], "layout": layout, "precision": precision, "gpu": gpu_name, "arch": arch,
-           "sms": sms, "compiler": ident["compiler"], "operands_aligned": p.operands_aligned(),
+           "sms": sms, "compiler": ident["compiler"], "operands_aligned": p_aligned,
            "lda": p.operand("a").vector_layout()[1], "ldb": p.operand("b").vector_layout()[1],
            "choice": dict(c.describe(), label=_label(c.spec.id, c.config, gpu.cc)), "why": {}, "runs": None,
            "ranking": []}
     if c.source == "tuned":
-        for lay, al in ((seen.layout, aligned or c.repack), (p.layout, p.operands_aligned() or c.repack)):
+        for lay, al in ((seen.layout, aligned or c.repack), (p.layout, p_aligned or c.repack)):
             e = table.lookup(ident, M, N, K, batch, lay, al)
             if e is not None:
                 out["why"] = {"step": "tuned", "bucket": list(table.bucket(M, N, K, batch)), "entry": _entry_summary(e),
@@ -112,7 +112,7 @@ def report(M: int, N: int, K: int, batch: int = 1, layout: str = "nn", *, gpu_na
     if c.source in ("tuned", "nearest", "heuristic") and c.spec.id in {cand.stage for cand in space.candidates(gpu.cc)}:
         # ranked as choose ranks: aligned where the operands are or are repacked, else the stand-in
         # for the problem the kernel sees
-        model_aligned = p.operands_aligned() or c.repack
+        model_aligned = p_aligned or c.repack
         stand_in = choice_mod.stand_in_problem(p, model_aligned, c.repack, c.a_transpose)
         ranked = model.rank(M, N, K, batch, gpu, aligned=model_aligned, problem=stand_in)
         mine = model.rank(M, N, K, batch, gpu, candidates=[space.candidate_for(c.spec.id, c.config, gpu.cc)],

@@ -108,9 +108,10 @@ def should_repack(p: Problem) -> bool:
     slower on the H200 than [k][n]) when M is large enough that the copy is a few percent."""
     if p.K == 0:
         return False
-    if b_rule(p) and (TRANSPOSE_B_ANY_ALIGNMENT or p.operands_aligned()):
+    aligned = p.operands_aligned()
+    if b_rule(p) and (TRANSPOSE_B_ANY_ALIGNMENT or aligned):
         return True
-    if p.operands_aligned():
+    if aligned:
         return False
     flops = 2.0 * p.M * p.N * p.K * p.batch
     moved = 8.0 * (p.M * p.K + p.K * p.N) * p.batch

@@ -316,6 +316,14 @@ STAND_IN_BLOCK_K16 = False
 STAND_IN_FFMA_SERPENTINE = False
 
 
+def _k_tiles_of_16(cfg: dict, otherwise: dict) -> dict:
+    """s10's ``cfg`` at K tiles of 16 in 4 stages, or ``otherwise`` where s10 does not take that."""
+    try:
+        return S10.config({**cfg, "block_k": 16, "stages": 4})
+    except ConfigError:
+        return otherwise
+
+
 def s10_config_for(cfg, problem=None) -> dict:
     """s10 at the same tile shape where legal for it, else s10's defaults (block_k 16 and 4 stages
     for tiles of several blocks per SM whose s10 stages would be large). With ``problem``, where
@@ -333,18 +341,13 @@ def s10_config_for(cfg, problem=None) -> dict:
     except ConfigError:
         return S10.default_config
     if out["min_blocks"] >= 2 and out["block_k"] == 32 and S10.smem_bytes(out, {}) > S10_STAGE_BYTES_MULTI_BLOCK:
-        try:
-            out = S10.config({**same, "block_k": 16, "stages": 4})
-        except ConfigError:
-            pass
+        out = _k_tiles_of_16(same, out)
     v = S10.variant(out, problem) if problem is not None else None
     if v is None or v["vec"]:  # 16-byte copies: as before
         return out
-    if STAND_IN_BLOCK_K16 and out["block_k"] == 32 and not (v["a_k_major"] and not v["b_n_major"]):
-        try:  # K tiles of 16 in 4 stages (not nt), as the multi-block tiles above
-            out = S10.config({**out, "block_k": 16, "stages": 4, "k_unroll": min(out["k_unroll"], 4)})
-        except ConfigError:
-            pass
+    nt = v["a_k_major"] and not v["b_n_major"]  # both fragments K-major
+    if STAND_IN_BLOCK_K16 and out["block_k"] == 32 and not nt:  # as the multi-block tiles above
+        out = _k_tiles_of_16({**out, "k_unroll": min(out["k_unroll"], 4)}, out)
     # the rules' changes, checked in one config (the model asks this for every candidate it ranks)
     extra = {"edge_shift": 1} if STAND_IN_EDGE_SHIFT else {}
     ku = out["k_unroll"] if STAND_IN_MAX_K_UNROLL is None else min(out["k_unroll"], STAND_IN_MAX_K_UNROLL)
@@ -367,7 +370,7 @@ def s10_config_for(cfg, problem=None) -> dict:
         tight = REG_FILE // (S10.threads(out) * out["min_blocks"]) <= 128
         if STAND_IN_A_SWIZZLE and v["a_k_major"] and not S10.transposed_in(out, v)[0]:
             extra["a_swizzle"] = 1  # A read as As[m][k]: swizzled, 2 wavefronts an LDS.128
-        if NT_STAND_IN_FEWER_BLOCKS and v["a_k_major"] and not v["b_n_major"]:
+        if NT_STAND_IN_FEWER_BLOCKS and nt:
             if tight and out["min_blocks"] > 1:
                 extra["min_blocks"] = out["min_blocks"] - 1
             if ku > 4:
