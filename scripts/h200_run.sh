@@ -274,7 +274,7 @@ for what in "$@"; do
       # the nt stand-in's K-major A swizzled in shared memory (s11_tma.STAND_IN_A_SWIZZLE, off;
       # docs/stages/s10-s11.md, "The nt stand-in's A"): its GPU test; ncu at 255^3x32 nt, the stand-in
       # as is and swizzled (bank conflicts, stall reasons); auto as is against the flag on, on the nt
-      # shapes of seed 97 it changes (--dry: 11 of 120) with the own suite's minimum, then seed 101
+      # shapes of seed 97 it changes (--dry: 11 of 120) with the own suite's minimum, then seed 101's
       step "pytest -m gpu: a_swizzle on 4-byte copies, and the stand-ins with STAND_IN_A_SWIZZLE / STAND_IN_BLOCK_K16"
       python3 -m pytest -m gpu -q -n 8 -p no:cacheprovider -k "a_swizzle or block_k16" tests/test_stages_s10_s11.py 2>&1 \
         | tee "$RES/gpu-stand-in-flags.txt" | tail -3
@@ -286,14 +286,32 @@ for what in "$@"; do
       fixed_variants as_is,stand_in_a_swizzle variants-a-swizzle-97.txt 300 16 255 255 255 nt 32 295 171 507 nt 4 \
         140 257 487 nt 8 441 736 191 nt 1 179 1192 2377 nt 1 111 736 103 nt 32 299 479 377 nt 32 595 103 2269 nt 1 \
         707 476 225 nt 1 212 644 311 nt 32 711 304 137 nt 1 231 536 1009 nt 1
-      random_variants 101 as_is,stand_in_a_swizzle variants-a-swizzle-101.txt 240 ;;
+      # seed 101's nt plans the flag changes (--dry: 12 of 120; only those are timed)
+      fixed_variants as_is,stand_in_a_swizzle variants-a-swizzle-101.txt 200 16 368 256 2079 nt 1 148 1356 1757 nt 1 \
+        232 264 1145 nt 1 1492 132 163 nt 1 127 247 1181 nt 1 168 344 499 nt 1 452 208 1259 nt 1 97 636 153 nt 4 \
+        240 96 207 nt 4 188 236 2319 nt 1 227 141 437 nt 1 505 205 137 nt 1 ;;
     stand-in-bk16)
       # the stand-ins of nn / tn / tt on 4-byte copies at K tiles of 16 in 4 stages where the tile's
       # are 32 (s11_tma.STAND_IN_BLOCK_K16, off; run a-swizzle first: its GPU tests): seed 97 (--dry:
-      # 42 of 120 plans change), then the fresh seed 103
+      # 42 of 120 plans change), then seed 103's
       step "variants: as_is against stand_in_bk16"
-      random_variants 97 as_is,stand_in_bk16 variants-bk16-97.txt 300
-      random_variants 103 as_is,stand_in_bk16 variants-bk16-103.txt 280 ;;
+      # only the plans the flag changes (--dry: seed 97 42 of 120, seed 103 39 of 120)
+      fixed_variants as_is,stand_in_bk16 variants-bk16-97.txt 240 6 647 524 107 tn 16 124 497 1199 tn 1 \
+        172 96 1529 tt 1 115 209 2156 nn 1 648 559 100 tn 16 133 931 409 tt 1 629 97 160 tt 4 568 213 209 nn 1 \
+        100 1056 235 tt 1 452 145 293 tn 1 167 191 1116 nn 1 161 772 956 tn 1 3228 119 104 tn 1 3000 348 197 tt 1 \
+        208 109 1020 tn 1 505 552 971 tn 1 1248 499 329 nn 1 109 1748 597 nn 1 232 368 319 nn 8 441 328 161 tn 64 \
+        457 684 384 tt 64 2039 107 320 tt 1 209 328 568 tt 8 172 756 127 nn 1 107 1436 292 tn 1 1247 556 360 tn 1 \
+        96 321 108 tn 4 891 708 959 tn 1 324 2067 105 nt 1 3916 117 656 tn 1 152 149 368 nn 1 532 283 387 nn 1 \
+        819 124 2443 nn 1 124 216 117 tt 1 915 300 2364 tt 1 96 105 736 nn 1 443 288 2356 tt 1 3220 123 188 nn 1 \
+        772 323 608 nn 1 696 117 1681 nn 1 140 204 1387 nn 1 163 416 2540 tt 1
+      fixed_variants as_is,stand_in_bk16 variants-bk16-103.txt 240 6 477 347 112 tt 64 292 585 165 tn 1 \
+        180 384 125 tt 4 189 177 99 tt 4 369 208 256 tn 4 1092 229 137 tn 1 540 131 335 nn 4 251 471 104 nn 32 \
+        325 367 392 tn 1 131 181 492 tn 1 159 128 192 tt 64 113 432 435 tt 8 1115 152 599 nn 1 189 3728 120 tn 1 \
+        131 667 163 tn 32 157 676 740 tn 1 169 1148 1292 tn 1 249 544 704 tt 1 1449 168 168 tt 1 129 992 821 nn 1 \
+        172 115 919 tn 1 211 2701 113 tn 1 327 297 228 nn 64 1872 263 217 tn 1 127 3327 279 nn 1 277 108 123 tt 32 \
+        940 359 231 tn 1 2904 197 1835 nn 1 140 496 1463 tt 1 313 415 396 nn 4 187 1221 1041 tt 1 572 425 145 tn 1 \
+        103 176 308 tn 8 235 156 604 tn 1 2620 168 837 tt 1 201 296 148 tn 16 237 2871 432 nn 1 289 103 148 nn 4 \
+        124 1939 108 nn 1 ;;
     serpentine|serpentine-ladder|serpentine-probe)
       # docs/stages/s10-s11.md, "Serpentine FFMA runs" (run `tests` first: its GPU tests). s11 at
       # auto's tile for the large squares, tn (TMA's outer-product layout), in order against
