@@ -270,11 +270,13 @@ for what in "$@"; do
       step "ncu: auto's s10 4-byte path against cuBLAS, stall reasons (333x555x777x8 tt, 255^3x32 nt)"
       for s in "333 555 777 tt 8" "255 255 255 nt 32"; do bash scripts/ncu_s10_deep.sh "$s"; done \
         2>&1 | tee "$RES/ncu-s10-stalls.txt" | tail -80 ;;
-    a-swizzle)
+    a-swizzle|a-swizzle-variants)
       # the nt stand-in's K-major A swizzled in shared memory (s11_tma.STAND_IN_A_SWIZZLE, off;
       # docs/stages/s10-s11.md, "The nt stand-in's A"): its GPU test; ncu at 255^3x32 nt, the stand-in
       # as is and swizzled (bank conflicts, stall reasons); auto as is against the flag on, on the nt
       # shapes of seed 97 it changes (--dry: 11 of 120) with the own suite's minimum, then seed 101's
+      # (a-swizzle-variants: only these, again)
+      if [ "$what" = a-swizzle ]; then
       step "pytest -m gpu: a_swizzle on 4-byte copies, and the stand-ins with STAND_IN_A_SWIZZLE / STAND_IN_BLOCK_K16"
       python3 -m pytest -m gpu -q -n 8 -p no:cacheprovider -k "a_swizzle or block_k16" tests/test_stages_s10_s11.py 2>&1 \
         | tee "$RES/gpu-stand-in-flags.txt" | tail -3
@@ -282,6 +284,7 @@ for what in "$@"; do
       st='"block_m": 64, "block_n": 128, "warp_m": 32, "warp_n": 64, "block_k": 16, "stages": 4, "min_blocks": 2, "edge_shift": 1'
       bash scripts/ncu_s10_deep.sh "255 255 255 nt 32" "{$st}" "{$st, \"a_swizzle\": 1}" 2>&1 | tee "$RES/ncu-a-swizzle.txt" \
         | grep -E "===|duration|conflicts|short_scoreboard|issue_active|inst_executed" | tail -24
+      fi
       step "variants: as_is against stand_in_a_swizzle"
       fixed_variants as_is,stand_in_a_swizzle variants-a-swizzle-97.txt 300 16 255 255 255 nt 32 295 171 507 nt 4 \
         140 257 487 nt 8 441 736 191 nt 1 179 1192 2377 nt 1 111 736 103 nt 32 299 479 377 nt 32 595 103 2269 nt 1 \
@@ -292,11 +295,11 @@ for what in "$@"; do
         240 96 207 nt 4 188 236 2319 nt 1 227 141 437 nt 1 505 205 137 nt 1 ;;
     stand-in-bk16)
       # the stand-ins of nn / tn / tt on 4-byte copies at K tiles of 16 in 4 stages where the tile's
-      # are 32 (s11_tma.STAND_IN_BLOCK_K16, off; run a-swizzle first: its GPU tests): seed 97 (--dry:
+      # are 32 (s11_tma.STAND_IN_BLOCK_K16, on since 2026-12-06) against 32 as before: seed 97 (--dry:
       # 42 of 120 plans change), then seed 103's
-      step "variants: as_is against stand_in_bk16"
+      step "variants: stand_in_bk32 (as before) against as_is (K tiles of 16)"
       # only the plans the flag changes (--dry: seed 97 42 of 120, seed 103 39 of 120)
-      fixed_variants as_is,stand_in_bk16 variants-bk16-97.txt 240 6 647 524 107 tn 16 124 497 1199 tn 1 \
+      fixed_variants stand_in_bk32,as_is variants-bk16-97.txt 240 6 647 524 107 tn 16 124 497 1199 tn 1 \
         172 96 1529 tt 1 115 209 2156 nn 1 648 559 100 tn 16 133 931 409 tt 1 629 97 160 tt 4 568 213 209 nn 1 \
         100 1056 235 tt 1 452 145 293 tn 1 167 191 1116 nn 1 161 772 956 tn 1 3228 119 104 tn 1 3000 348 197 tt 1 \
         208 109 1020 tn 1 505 552 971 tn 1 1248 499 329 nn 1 109 1748 597 nn 1 232 368 319 nn 8 441 328 161 tn 64 \
@@ -304,7 +307,7 @@ for what in "$@"; do
         96 321 108 tn 4 891 708 959 tn 1 324 2067 105 nt 1 3916 117 656 tn 1 152 149 368 nn 1 532 283 387 nn 1 \
         819 124 2443 nn 1 124 216 117 tt 1 915 300 2364 tt 1 96 105 736 nn 1 443 288 2356 tt 1 3220 123 188 nn 1 \
         772 323 608 nn 1 696 117 1681 nn 1 140 204 1387 nn 1 163 416 2540 tt 1
-      fixed_variants as_is,stand_in_bk16 variants-bk16-103.txt 240 6 477 347 112 tt 64 292 585 165 tn 1 \
+      fixed_variants stand_in_bk32,as_is variants-bk16-103.txt 240 6 477 347 112 tt 64 292 585 165 tn 1 \
         180 384 125 tt 4 189 177 99 tt 4 369 208 256 tn 4 1092 229 137 tn 1 540 131 335 nn 4 251 471 104 nn 32 \
         325 367 392 tn 1 131 181 492 tn 1 159 128 192 tt 64 113 432 435 tt 8 1115 152 599 nn 1 189 3728 120 tn 1 \
         131 667 163 tn 32 157 676 740 tn 1 169 1148 1292 tn 1 249 544 704 tt 1 1449 168 168 tt 1 129 992 821 nn 1 \

@@ -95,9 +95,9 @@ VARIANTS = {
     # the stand-in of an nt problem on 4-byte copies reads its K-major A swizzled (a_swizzle 1): half
     # the shared-load wavefronts of A's fragments (s11_tma.STAND_IN_A_SWIZZLE; twentieth session)
     "stand_in_a_swizzle": ((s11_tma, "STAND_IN_A_SWIZZLE", True),),
-    # the stand-in on 4-byte copies of nn, tn, tt at block_k 16 in 4 stages where its tile's is 32
-    # (s11_tma.STAND_IN_BLOCK_K16; twentieth session, from s10_tile_probe.py --knobs)
-    "stand_in_bk16": ((s11_tma, "STAND_IN_BLOCK_K16", True),),
+    # the stand-in on 4-byte copies of nn, tn, tt at block_k 32 where its tile's is 32, as before
+    # s11_tma.STAND_IN_BLOCK_K16 (on since the twenty-first session: 16 in 4 stages there)
+    "stand_in_bk32": ((s11_tma, "STAND_IN_BLOCK_K16", False),),
     # a tuned bucket's entry measured at another shape is checked against the waves model there
     # (heuristics/choice.py, TUNED_MODEL_SLACK; the runtime's 1.15 since 2026-12-06, so tuned_slack
     # is as_is now and tuned_slack_off the entry taken wherever its bucket matches); random shapes

@@ -201,8 +201,8 @@ def test_the_nt_stand_ins_with_a_swizzled_do_not_spill(monkeypatch):
 
 @pytest.mark.parametrize("layout", ["nn", "tn", "tt"])
 def test_the_stand_ins_at_block_k_16_do_not_spill(monkeypatch, layout):
-    """s11_tma.STAND_IN_BLOCK_K16 (off until timed): the stand-ins on 4-byte copies of nn, tn and tt
-    whose tile has K tiles of 32 take 16 in 4 stages where s10 allows it (32x256 w16x64 does not:
+    """s11_tma.STAND_IN_BLOCK_K16 (on since 2026-12-06): the stand-ins on 4-byte copies of nn, tn and
+    tt whose tile has K tiles of 32 take 16 in 4 stages where s10 allows it (32x256 w16x64 does not:
     its transposing copy), and their K loops stay free of local loads and stores."""
     from gemmlab.stages import s11_tma
 
@@ -214,6 +214,7 @@ def test_the_stand_ins_at_block_k_16_do_not_spill(monkeypatch, layout):
         return True
 
     scan = load_script("s10_spill_scan")
+    monkeypatch.setattr(s11_tma, "STAND_IN_BLOCK_K16", False)
     before = {label: cfg["block_k"] for label, _, splits, _, cfg, _ in scan.instantiations((layout,)) if splits == 1}
     monkeypatch.setattr(s11_tma, "STAND_IN_BLOCK_K16", True)
     spilling, moved = set(), 0

@@ -1139,9 +1139,10 @@ def test_the_nt_stand_in_reads_a_swizzled_under_the_flag(monkeypatch):
 
 
 def test_the_stand_in_takes_k_tiles_of_16_under_the_flag_except_in_nt(monkeypatch):
-    """s11_tma.STAND_IN_BLOCK_K16 (off): a stand-in on 4-byte copies whose tile has K tiles of 32 (the
-    tiles of one block an SM) runs them at 16 in 4 stages in nn, tn and tt, nothing else changed;
-    nt, aligned problems and tiles already at 16 keep their config."""
+    """s11_tma.STAND_IN_BLOCK_K16 (the runtime's setting since 2026-12-06): a stand-in on 4-byte
+    copies whose tile has K tiles of 32 (the tiles of one block an SM) runs them at 16 in 4 stages
+    in nn, tn and tt, nothing else changed; nt, aligned problems and tiles already at 16 keep their
+    config; off, the tile's 32."""
     from gemmlab.heuristics import space
 
     by = {c.label: c for c in space.SM90}
@@ -1149,6 +1150,8 @@ def test_the_stand_in_takes_k_tiles_of_16_under_the_flag_except_in_nt(monkeypatc
     def stand_in(label, layout, dims=(255, 257, 259)):
         return _stand_in(label, layout, dims)[0]
 
+    assert s11_tma.STAND_IN_BLOCK_K16
+    monkeypatch.setattr(s11_tma, "STAND_IN_BLOCK_K16", False)
     labels = [c.label for c in space.SM90 if c.spec().id == "s11"]
     off = {(label, lay): stand_in(label, lay) for label in labels for lay in ("nn", "nt", "tn", "tt")}
     aligned = Problem.dense(256, 256, 256, "nn", 1, a_ptr=1 << 40, b_ptr=2 << 40, d_ptr=3 << 40)
@@ -1521,11 +1524,11 @@ def test_gpu_s10_a_swizzle_on_4_byte_copies_and_the_nt_stand_in(monkeypatch):
 @pytest.mark.gpu
 @pytest.mark.parametrize("layout", ["nn", "tn", "tt"])
 def test_gpu_stand_in_block_k16_through_auto(monkeypatch, layout):
-    """With STAND_IN_BLOCK_K16 on, the plans of unaligned problems (s11's stand-in and auto) on the
+    """With STAND_IN_BLOCK_K16 (on), the plans of unaligned problems (s11's stand-in and auto) on the
     shapes the knob probe timed and odd ones, batched, against float64."""
     from gemmlab.check import check_stage
 
-    monkeypatch.setattr(s11_tma, "STAND_IN_BLOCK_K16", True)
+    assert s11_tma.STAND_IN_BLOCK_K16
     for stage in ("s11", "auto"):
         for M, N, K, batch in ((492, 109, 137, 32), (455, 97, 743, 32), (333, 555, 777, 8), (1001, 999, 301, None),
                                (97, 4001, 33, None), (255, 257, 259, None)):

@@ -304,13 +304,15 @@ STAND_IN_MAX_K_UNROLL = None
 # were bank conflicts (the model: 16 of 64 a k group, 25%), cuBLAS's 2.5K; short_scoreboard 0.48
 # cycles an issued instruction. On: a_swizzle 1 there (docs/stages/s10-s11.md, "The nt stand-in's A").
 STAND_IN_A_SWIZZLE = False
-# An experiment (2026-12-06, twentieth session; off until timed): the stand-in on 4-byte copies of
-# nn, tn and tt at block_k 16 in 4 stages where its tile has block_k 32 (the tiles of one block an
-# SM: the rule above moves the others). s10_tile_probe.py --knobs (H100 with the H200 table,
+# On since 2026-12-06 (twenty-first session): the stand-in on 4-byte copies of nn, tn and tt at
+# block_k 16 in 4 stages where its tile has block_k 32 (the tiles of one block an SM: the rule above
+# moves the others). s10_tile_probe.py --knobs (H100 with the H200 table,
 # results/h100/logs/s10-knobs.txt), auto's s10 with one knob changed: "bk16 s4" 0.937x the time at
 # 492x109x137x32 tn and 0.919x at 455x97x743x32 nn (256x64, bk32 s3), 0.963 / 0.992 / 0.993 / 1.011
-# at four more of nn, tn, tt; in nt 1.016 and 1.052 (64x64 x3): not nt.
-STAND_IN_BLOCK_K16 = False
+# at four more of nn, tn, tt; in nt 1.016 and 1.052 (64x64 x3): not nt. Timed on the plans it
+# changes (H100, H200 table; results/h100/logs/stand-in-flags.txt): auto / cuBLAS 0.902 -> 0.918
+# (min 0.645 -> 0.674) on seed 97's 42, 0.912 -> 0.933 (min 0.583 -> 0.630) on seed 103's 39.
+STAND_IN_BLOCK_K16 = True
 # An experiment (CPU-built 2026-12-05, not yet measured): the stand-in on 4-byte copies runs its
 # FFMAs in serpentine order where the core reads the outer-product layout (s10 ffma_serpentine).
 STAND_IN_FFMA_SERPENTINE = False
