@@ -208,7 +208,7 @@ def test_fallback_keeps_the_tile_shape():
     assert s10_cfg["stages"] == S10.default_config["stages"]
 
 
-def test_fallback_halves_large_stages_of_multi_block_tiles():
+def test_fallback_halves_large_stages_of_multi_block_tiles(monkeypatch):
     # 64x128 at two blocks per SM: s10's block_k 32 / 3 stages would be 76 KB a block (padded
     # transposed tiles); it gets block_k 16 / 4 stages, measured faster (s11_tma.s10_config_for)
     wide = S11.config({"block_m": 64, "block_n": 128, "warp_m": 32, "warp_n": 64, "min_blocks": 2})
@@ -216,11 +216,18 @@ def test_fallback_halves_large_stages_of_multi_block_tiles():
     assert (s10_cfg["block_m"], s10_cfg["block_n"], s10_cfg["block_k"], s10_cfg["stages"]) == (64, 128, 16, 4)
     assert S10.smem_bytes(s10_cfg, {}) <= s11_tma.S10_STAGE_BYTES_MULTI_BLOCK < S10.smem_bytes(
         {**s10_cfg, "block_k": 32, "stages": 3}, {})
-    # one block per SM, or small stages: the tile's own block_k and s10's stages
+    # one block per SM, or small stages: the tile's own block_k and s10's stages (on 4-byte copies
+    # of nn, tn and tt, STAND_IN_BLOCK_K16 then moves them to 16 / 4 as well; not nt)
     for over in ({"block_m": 64, "block_n": 128, "warp_m": 32, "warp_n": 64, "min_blocks": 1},
                  {"block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32, "min_blocks": 3}):
+        _, s10_cfg = S11.fallback(S11.config(over), dense(64, 64, 7, "nt"))
+        assert (s10_cfg["block_k"], s10_cfg["stages"]) == (32, S10.default_config["stages"]), over
+        _, s10_cfg = S11.fallback(S11.config(over), dense(64, 64, 7))
+        assert (s10_cfg["block_k"], s10_cfg["stages"]) == (16, 4), over
+        monkeypatch.setattr(s11_tma, "STAND_IN_BLOCK_K16", False)
         _, s10_cfg = S11.fallback(S11.config(over), dense(64, 64, 7))
         assert (s10_cfg["block_k"], s10_cfg["stages"]) == (32, S10.default_config["stages"]), over
+        monkeypatch.undo()
 
 
 def test_no_tensor_map_support_means_s10(monkeypatch):
@@ -1359,6 +1366,8 @@ def test_carry_chunk_is_a_divisor_of_block_k_with_frag_carry_and_the_stand_in_ta
     assert S10.config({"frag_carry": 1, "block_k": 8, "carry_chunk": 2})["carry_chunk"] == 2
     by_label = {c.label: c.config() for c in space.SM90}
     tt = dense(255, 257, 259, "tt")
+    # the experiment's stand-ins keep the tile's block_k 32 (K tiles of 16 leave no tile to chunk)
+    monkeypatch.setattr(s11_tma, "STAND_IN_BLOCK_K16", False)
     monkeypatch.setattr(s11_tma, "STAND_IN_FRAG_CARRY", True)
     monkeypatch.setattr(s11_tma, "STAND_IN_FRAG_CARRY_ACCUMULATORS", None)
     labels = ("128x256 w64x64 (default)", "128x256 w64x64 ku4", "128x256 w64x64 ku8", "128x256 w64x64 bk16 s8",
@@ -1426,6 +1435,7 @@ def test_carry_chunk_gives_the_carried_loop_the_uncarried_kernels_size(monkeypat
     p = Problem.dense(255, 257, 259, layout, 1, a_ptr=1 << 40, b_ptr=2 << 40, d_ptr=3 << 40)
 
     monkeypatch.setattr(s11_tma, "STAND_IN_FRAG_CARRY_ACCUMULATORS", None)  # every stand-in (the runtime: 64)
+    monkeypatch.setattr(s11_tma, "STAND_IN_BLOCK_K16", False)  # the tile's block_k 32, as the experiment ran
 
     def k_loop(carry, chunked):
         monkeypatch.setattr(s11_tma, "STAND_IN_FRAG_CARRY", carry)
