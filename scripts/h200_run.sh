@@ -298,7 +298,8 @@ for what in "$@"; do
       # are 32 (s11_tma.STAND_IN_BLOCK_K16, on since 2026-12-06) against 32 as before: seed 97 (--dry:
       # 42 of 120 plans change), then seed 103's
       step "variants: stand_in_bk32 (as before) against as_is (K tiles of 16)"
-      # only the plans the flag changes (--dry: seed 97 42 of 120, seed 103 39 of 120)
+      # only the plans the flag changes (--dry: seed 97 42 of 120, seed 103 39 of 120; the lists are
+      # that output, computed before a GPU is lent so the call spends no device time on it)
       fixed_variants stand_in_bk32,as_is variants-bk16-97.txt 240 6 647 524 107 tn 16 124 497 1199 tn 1 \
         172 96 1529 tt 1 115 209 2156 nn 1 648 559 100 tn 16 133 931 409 tt 1 629 97 160 tt 4 568 213 209 nn 1 \
         100 1056 235 tt 1 452 145 293 tn 1 167 191 1116 nn 1 161 772 956 tn 1 3228 119 104 tn 1 3000 348 197 tt 1 \

@@ -224,10 +224,10 @@ def test_fallback_halves_large_stages_of_multi_block_tiles(monkeypatch):
         assert (s10_cfg["block_k"], s10_cfg["stages"]) == (32, S10.default_config["stages"]), over
         _, s10_cfg = S11.fallback(S11.config(over), dense(64, 64, 7))
         assert (s10_cfg["block_k"], s10_cfg["stages"]) == (16, 4), over
-        monkeypatch.setattr(s11_tma, "STAND_IN_BLOCK_K16", False)
-        _, s10_cfg = S11.fallback(S11.config(over), dense(64, 64, 7))
-        assert (s10_cfg["block_k"], s10_cfg["stages"]) == (32, S10.default_config["stages"]), over
-        monkeypatch.undo()
+        with monkeypatch.context() as m:
+            m.setattr(s11_tma, "STAND_IN_BLOCK_K16", False)
+            _, s10_cfg = S11.fallback(S11.config(over), dense(64, 64, 7))
+            assert (s10_cfg["block_k"], s10_cfg["stages"]) == (32, S10.default_config["stages"]), over
 
 
 def test_no_tensor_map_support_means_s10(monkeypatch):
@@ -1533,7 +1533,7 @@ def test_gpu_s10_a_swizzle_on_4_byte_copies_and_the_nt_stand_in(monkeypatch):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("layout", ["nn", "tn", "tt"])
-def test_gpu_stand_in_block_k16_through_auto(monkeypatch, layout):
+def test_gpu_stand_in_block_k16_through_auto(layout):
     """With STAND_IN_BLOCK_K16 (on), the plans of unaligned problems (s11's stand-in and auto) on the
     shapes the knob probe timed and odd ones, batched, against float64."""
     from gemmlab.check import check_stage

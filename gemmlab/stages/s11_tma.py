@@ -310,7 +310,7 @@ STAND_IN_A_SWIZZLE = False
 # results/h100/logs/s10-knobs.txt), auto's s10 with one knob changed: "bk16 s4" 0.937x the time at
 # 492x109x137x32 tn and 0.919x at 455x97x743x32 nn (256x64, bk32 s3), 0.963 / 0.992 / 0.993 / 1.011
 # at four more of nn, tn, tt; in nt 1.016 and 1.052 (64x64 x3): not nt. Timed on the plans it
-# changes (H100, H200 table; results/h100/logs/stand-in-flags.txt): auto / cuBLAS 0.902 -> 0.918
+# changes (H100, H200 table; results/h100/logs/stand-in-flags/): auto / cuBLAS 0.902 -> 0.918
 # (min 0.645 -> 0.674) on seed 97's 42, 0.912 -> 0.933 (min 0.583 -> 0.630) on seed 103's 39.
 STAND_IN_BLOCK_K16 = True
 # An experiment (CPU-built 2026-12-05, not yet measured): the stand-in on 4-byte copies runs its
