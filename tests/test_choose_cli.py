@@ -95,6 +95,19 @@ def test_the_heuristics_reason_follows_the_rules(monkeypatch):
     assert "more than 0x the model's best" in rep["why"]["detail"]
 
 
+def test_the_reason_names_the_call_layouts_entries_a_transposed_a_leaves_unused(monkeypatch):
+    """256x8192x4096 nt has an nt entry (the wide suite) and no tt one: with A transposed (N >=
+    1536) the entry, timed without the transpose, is not used (choice.A_TRANSPOSE_WITHOUT_ITS_ENTRY);
+    the report says so, and with the old rule the entry decides."""
+    rep = choose.report(256, 8192, 4096, 1, "nt")
+    assert rep["choice"]["a_transpose"] and rep["why"]["step"] == "heuristic"
+    assert "no tuned tt bucket" in rep["why"]["detail"]
+    assert "the nt table's entries, timed without A transposed, are not used" in rep["why"]["detail"]
+    monkeypatch.setattr(choice, "A_TRANSPOSE_WITHOUT_ITS_ENTRY", None)
+    rep = choose.report(256, 8192, 4096, 1, "nt")
+    assert rep["why"]["step"] == "tuned" and not rep["choice"]["a_transpose"]
+
+
 def test_an_entry_used_off_its_shape_shows_the_models_regret(monkeypatch):
     """1792^3 nt reads the tn entry measured at 2048^3 (256x128: 0.97 of a wave there, 0.74 here):
     the report gives choice.off_shape_regret for it; with TUNED_MODEL_SLACK on (1.15) the entry is

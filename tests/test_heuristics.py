@@ -38,8 +38,10 @@ def fake_table(tmp_path, monkeypatch):
     """A four-entry table: two nn shapes with tile A, one with tile B, one tn. Its tests are about
     the lookup and the vote, so the model's bound on a voted tile (choice.NEAREST_MODEL_SLACK: 1.15,
     which TILE_A at 1300^3 exceeds) is lifted; the bound has tests of its own (the regime change,
-    the H200's plans)."""
+    the H200's plans). Its nn entries decide for nn shapes with N >= 1536 too (A_TRANSPOSE_WITHOUT_ITS_ENTRY
+    None: the entries run as measured, without A transposed; the other modes have a test of their own)."""
     monkeypatch.setattr(heuristics.choice, "NEAREST_MODEL_SLACK", float("inf"))
+    monkeypatch.setattr(heuristics.choice, "A_TRANSPOSE_WITHOUT_ITS_ENTRY", None)
     monkeypatch.setenv("GEMMLAB_CACHE_DIR", str(tmp_path / "cache"))
     path = tmp_path / "fake.json"
     monkeypatch.setenv("GEMMLAB_TUNING_DB", str(path))
@@ -195,6 +197,7 @@ def test_a_tuned_entry_off_its_shape_is_checked_against_the_model(tmp_path, monk
     path = tmp_path / "t.json"
     monkeypatch.setenv("GEMMLAB_TUNING_DB", str(path))
     db.write(path, IDENT, [entry(2048, 2048, 2048, TILE_B)], merge=False)
+    monkeypatch.setattr(choice, "A_TRANSPOSE_WITHOUT_ITS_ENTRY", None)  # the nn entry runs as measured
     assert table.bucket(1792, 1792, 1792) == table.bucket(2048, 2048, 2048)
     monkeypatch.setattr(choice, "TUNED_MODEL_SLACK", None)
     assert choose(1792, 1792, 1792).source == "tuned"
@@ -447,12 +450,13 @@ def test_a_transpose_follows_the_measured_times(tmp_path, monkeypatch, tn_ms, ex
 
 def test_a_transpose_where_only_one_layout_is_tuned_or_none(tmp_path, monkeypatch):
     monkeypatch.setattr(heuristics.choice, "NEAREST_MODEL_SLACK", float("inf"))  # the vote alone (fake_table)
+    monkeypatch.setattr(heuristics.choice, "A_TRANSPOSE_WITHOUT_ITS_ENTRY", None)  # the own layout's entry decides
     monkeypatch.setenv("GEMMLAB_CACHE_DIR", str(tmp_path / "cache"))
     path = tmp_path / "t.json"
     monkeypatch.setenv("GEMMLAB_TUNING_DB", str(path))
     db.write(path, IDENT, [_timed(4096, 2048, 512, TILE_A, "nn", 1.0)], merge=False)
     c = choose(4096, 2048, 512)
-    assert (c.source, c.a_transpose, c.config) == ("tuned", False, TILE_A)      # a measurement beats the rule
+    assert (c.source, c.a_transpose, c.config) == ("tuned", False, TILE_A)      # the entry runs as measured
     c = choose(5800, 2900, 720)                                                   # only an nn neighbour
     assert (c.source, c.a_transpose) == ("nearest", False)
     db.write(path, IDENT, [_timed(4096, 2048, 512, TILE_B, "tn", 1.0)], merge=False)
@@ -462,6 +466,31 @@ def test_a_transpose_where_only_one_layout_is_tuned_or_none(tmp_path, monkeypatc
     assert c.source == "heuristic" and c.a_transpose
     assert not choose(300, 9000, 40000, "tn").a_transpose                         # A column-major already
     assert not choose(4096, 2048, 512, allow_workspace=False).a_transpose
+
+
+@pytest.mark.parametrize("mode", ["heuristic", "tile"])
+def test_a_transpose_kept_without_its_entry(tmp_path, monkeypatch, mode):
+    """A_TRANSPOSE_WITHOUT_ITS_ENTRY: with only the call's own layout tuned, "heuristic" keeps the
+    transpose and leaves the tile to the model (the entry unused), "tile" keeps the transpose and
+    runs the entry's tile; likewise with only own-layout neighbours."""
+    monkeypatch.setattr(heuristics.choice, "NEAREST_MODEL_SLACK", float("inf"))  # the vote alone (fake_table)
+    monkeypatch.setattr(heuristics.choice, "A_TRANSPOSE_WITHOUT_ITS_ENTRY", mode)
+    monkeypatch.setenv("GEMMLAB_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "t.json"
+    monkeypatch.setenv("GEMMLAB_TUNING_DB", str(path))
+    db.write(path, IDENT, [_timed(4096, 2048, 512, TILE_A, "nn", 1.0)], merge=False)
+    exact, near = choose(4096, 2048, 512), choose(5800, 2900, 720)
+    assert exact.a_transpose and near.a_transpose
+    if mode == "tile":
+        assert (exact.source, exact.config) == ("tuned", TILE_A)
+        assert (near.source, near.config) == ("nearest", TILE_A)
+    else:
+        assert exact.source == near.source == "heuristic"
+    # a tuned transposed layout still decides as before
+    db.write(path, IDENT, [_timed(4096, 2048, 512, TILE_A, "nn", 1.0), _timed(4096, 2048, 512, TILE_B, "tn", 0.999)],
+             merge=False)
+    c = choose(4096, 2048, 512)
+    assert (c.source, c.a_transpose, c.config) == ("tuned", False, TILE_A)
 
 
 def test_oversized_tiles_pay_the_s10_fallback():
@@ -684,7 +713,7 @@ def test_model_variant_probe_dry_run_counts_s11_itself_where_a_copy_aligns_the_p
     mvp.dry_run([shape])
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("a_transpose_256: 1 of 1 plans differ")
-    assert out[1].split()[0] == "300x1024x255" and out[1].endswith("(itself, no stand-in)")
+    assert out[1].split()[0] == "300x1024x255" and out[1].endswith(" aT heuristic (itself, no stand-in)")
 
 
 def test_a_bucket_tuned_repacked_only_keeps_its_repack():

@@ -97,6 +97,12 @@ def report(M: int, N: int, K: int, batch: int = 1, layout: str = "nn", *, gpu_na
         else:
             detail = (f"no tuned bucket; the neighbours' tile is more than {choice_mod.NEAREST_MODEL_SLACK:g}x the "
                       "model's best here")
+        if c.a_transpose and choice_mod.A_TRANSPOSE_WITHOUT_ITS_ENTRY == "heuristic" and (
+                table.lookup(ident, M, N, K, batch, p.layout, table_aligned) is not None
+                or table.nearest(ident, M, N, K, batch, p.layout, table_aligned)):
+            detail = detail.replace("no tuned bucket", f"no tuned {seen.layout} bucket (the layout A transposed gives)")
+            detail += (f"; the {p.layout} table's entries, timed without A transposed, are not used "
+                       "(choice.A_TRANSPOSE_WITHOUT_ITS_ENTRY)")
         out["why"] = {"step": "heuristic", "detail": detail}
     if c.source in ("nearest", "heuristic") and choice_mod.TUNED_MODEL_SLACK:
         # the bucket's entry may have been passed over off its shape (choice.TUNED_MODEL_SLACK)

@@ -100,6 +100,17 @@ NEAREST_ALIGNED_ONLY = True
 # H100 running the H200 table's plans, 1.15 made every plan it changed faster, 26 of seed 61's 26
 # shapes in tuned buckets (1.40x, the least 1.12x) and 19 of seed 89's 40 (1.35x, the least 1.13x).
 TUNED_MODEL_SLACK = 1.15
+# Where A would be transposed (should_transpose_a) but only the call's own layout is tuned (its
+# bucket, or its neighbours). The tuner measures the call's layout only, never the transposed plan
+# against it, so such an entry says nothing about the transpose. "heuristic": the transpose is kept
+# and the neighbours of the layout the kernel sees, else the waves model, pick the tile (the entry
+# unused); "tile": kept, with the own layout's tile and split-K; None: the entry's plan runs without
+# it (the rule until 2026-12-07). "heuristic" since the twenty-second session: on an H100 running
+# the H200 table's plans, the 12 of the 15 plans it changes among the held-out, wide and own suites
+# that the H100 had also run as the heuristic's (a53f429, no table) ran 1-10% faster with A
+# transposed, none slower (geometric mean +4.8%; 256x8192x4096 nt 0.878 -> 0.942 of cuBLAS,
+# 2047x2049x511 nt 0.852 -> 0.938; results/h100/logs/5bdc074/README.md). Not yet timed on an H200.
+A_TRANSPOSE_WITHOUT_ITS_ENTRY = "heuristic"
 
 
 def should_repack(p: Problem) -> bool:
@@ -138,12 +149,15 @@ def transpose_a_seconds(p: Problem) -> float:
 def _tuned_with_transpose(p: Problem, ident: dict, aligned: bool, layout: str, aligned_seen: bool):
     """Step 2 where A would be transposed: (entry, a_transpose). Both tables are read, the call's
     layout and the layout the kernel sees after the transpose; with an entry for each, the
-    transpose is kept when the second's measured time plus the copy's beats the first's; with
-    one, that one decides (a measurement beats the rule); with none, (None, True)."""
+    transpose is kept when the second's measured time plus the copy's beats the first's; with the
+    second alone, it runs transposed; with the first alone, A_TRANSPOSE_WITHOUT_ITS_ENTRY says; with
+    none, (None, True)."""
     own = table.lookup(ident, p.M, p.N, p.K, p.batch, p.layout, aligned)
     seen = table.lookup(ident, p.M, p.N, p.K, p.batch, layout, aligned_seen)
     if seen is None:
-        return own, own is None
+        if own is not None and A_TRANSPOSE_WITHOUT_ITS_ENTRY == "heuristic":
+            return None, True
+        return own, own is None or A_TRANSPOSE_WITHOUT_ITS_ENTRY == "tile"
     if own is None:
         return seen, True
     faster = 1e-3 * float(seen.get("time_ms", 0)) + transpose_a_seconds(p) < 1e-3 * float(own.get("time_ms", 0))
@@ -299,8 +313,10 @@ def choose(p: Problem, gpu: model.Gpu, ident: dict, *, allow_workspace: bool = T
     # kernel sees; where there are none, the call layout's, without the transpose).
     near = nearest_choice(p, gpu, ident, layout_aligned, allow_workspace=allow_workspace, repack=repack,
                           config=config, layout=layout, a_transpose=a_t)
-    if near is None and a_t:
-        near = nearest_choice(p, gpu, ident, aligned, allow_workspace=allow_workspace, repack=repack, config=config)
+    if near is None and a_t and A_TRANSPOSE_WITHOUT_ITS_ENTRY != "heuristic":
+        keep = A_TRANSPOSE_WITHOUT_ITS_ENTRY == "tile"
+        near = nearest_choice(p, gpu, ident, aligned, allow_workspace=allow_workspace, repack=repack, config=config,
+                              a_transpose=keep)
     if near is not None:
         return near
 
