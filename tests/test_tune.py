@@ -132,7 +132,13 @@ def test_write_read_round_trip_and_merge(tmp_path):
 
 @pytest.fixture
 def tuning_env(tmp_path, monkeypatch):
-    """dispatch on a made-up GPU, with the tuning database at tmp_path/db.json."""
+    """dispatch on a made-up GPU, with the tuning database at tmp_path/db.json. Its tests write nn
+    entries at N >= 1536, where dispatch would transpose A and read the tn table: they pin the old
+    rule (choice.A_TRANSPOSE_WITHOUT_ITS_ENTRY None: a call-layout entry alone runs as measured),
+    which they are about; tests/test_heuristics.py has the transposed cases."""
+    from gemmlab.heuristics import choice
+
+    monkeypatch.setattr(choice, "A_TRANSPOSE_WITHOUT_ITS_ENTRY", None)
     monkeypatch.setenv("GEMMLAB_CACHE_DIR", str(tmp_path / "cache"))
     path = tmp_path / "db.json"
     monkeypatch.setenv("GEMMLAB_TUNING_DB", str(path))
@@ -238,6 +244,9 @@ def test_dispatch_skips_an_entry_for_a_newer_gpu(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("GEMMLAB_TUNING_DB", str(path))
     ident = db.identity("Test GPU 8000", "sm_80", "nvrtc-99.9")
     monkeypatch.setattr(dispatch, "_gpu", lambda dev=0: (model.Gpu(cc=80, sms=108), ident))
+    from gemmlab.heuristics import choice
+
+    monkeypatch.setattr(choice, "A_TRANSPOSE_WITHOUT_ITS_ENTRY", None)  # the nn entry is read (tuning_env)
     db.write(path, ident, [_entry(2048, 2048, 2048, stage="s11")])
     c = dispatch.choose(Problem.dense(2048, 2048, 2048))
     assert c.source == "heuristic" and c.spec.id == "s10"
@@ -452,6 +461,17 @@ def test_run_with_a_fake_gpu(monkeypatch, tuning_env, capsys):
     assert c.source == "tuned" and c.split_k == 2
 
 
+def test_run_also_tunes_the_layout_a_transposed_a_gives(monkeypatch, tuning_env, capsys):
+    """An nn shape where stage='auto' transposes A (N >= 1536): the run tunes tn too, says so, and
+    writes both entries, so dispatch can weigh the two (choice._tuned_with_transpose)."""
+    _fake_gpu(monkeypatch, _ms, devices=1)
+    res = runner.run(runner.Settings(shapes=[(256, 2048, 256, 1)], layouts=("nn",)))
+    assert "also 256x2048x256 tn" in capsys.readouterr().err
+    assert sorted(r.job.layout for r in res["results"]) == ["nn", "tn"]
+    (_, entries), = res["entries"].values()
+    assert sorted(e["layout"] for e in entries) == ["nn", "tn"]
+
+
 def _shape_ms(job, stage, config):
     # a winner that depends on the shape, so a mix-up between workers' results would show
     bm, bn, split = config.get("block_m"), config.get("block_n"), config["split_k"]
@@ -478,7 +498,9 @@ def test_several_gpus_give_the_same_database_as_one(monkeypatch, tuning_env, tmp
         outs[n] = sorted((e["bucket"], e["layout"], e["stage"], json.dumps(e["config"], sort_keys=True),
                           e.get("split_k", 1)) for e in entries)
     capsys.readouterr()
-    assert len(outs[1]) == 2 * len(shapes)   # every shape and layout, nothing lost
+    # every shape and layout, nothing lost; and 128x2048x512 in tn and tt, the layouts stage='auto'
+    # runs nn and nt in with A transposed (runner.transposed_jobs)
+    assert len(outs[1]) == 2 * len(shapes) + 2
     assert outs[devices] == outs[1]
 
 
@@ -539,6 +561,18 @@ def test_jobs_for_entries_and_products():
     assert [(j.M, j.layout) for j in jobs] == [(64, "nn"), (64, "tt")]
     jobs = runner.jobs_for(None, ("nn",), [(64, 32, 16, 2, "tn"), (8, 8, 8, 1, "nt")])
     assert [(j.M, j.N, j.K, j.batch, j.layout) for j in jobs] == [(64, 32, 16, 2, "tn"), (8, 8, 8, 1, "nt")]
+
+
+def test_transposed_jobs_add_the_layout_auto_runs_with_a_transposed_a():
+    J = runner.Job
+    jobs = [J(4096, 2048, 512, 1, "nn"), J(4096, 2048, 512, 1, "nt"), J(512, 2048, 512, 1, "nt"),
+            J(4096, 1024, 512, 1, "nn"), J(4096, 2048, 512, 1, "tn"), J(8, 4096, 4096, 1, "nn")]
+    extra = runner.transposed_jobs(jobs)
+    # nn and nt with B turned (M >= 1024) see tn, already a job; nt with B as is sees tt; N < 1536,
+    # a column-major A and a skinny shape need nothing
+    assert [(j.M, j.N, j.K, j.batch, j.layout) for j in extra] == [(512, 2048, 512, 1, "tt")]
+    assert [j.layout for j in runner.transposed_jobs(jobs[:1])] == ["tn"]
+    assert runner.transposed_jobs(jobs[:1] + runner.transposed_jobs(jobs[:1])) == []
 
 
 def test_tune_entries_errors_name_the_entry():

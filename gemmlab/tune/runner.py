@@ -101,6 +101,28 @@ def jobs_for(shapes, layouts, entries=None) -> list[Job]:
     return [Job(*s[:3], s[3] if len(s) > 3 else 1, lay) for s in shapes for lay in layouts]
 
 
+def transposed_jobs(jobs) -> list[Job]:
+    """The jobs stage='auto' needs besides ``jobs`` to decide a transposed A: where it would
+    transpose a row-major A (heuristics.choice.should_transpose_a), the layout its kernel then sees
+    (``tn``, or ``tt`` for an ``nt`` call whose B is not turned), in the same shape, unless already
+    there. Dispatch compares that entry's time plus the copy's with the call layout's entry; a
+    call-layout entry alone never timed the transposed plan (docs/dispatch.md)."""
+    from ..heuristics import choice
+
+    have = {(j.M, j.N, j.K, j.batch, j.layout) for j in jobs}
+    extra = []
+    for job in jobs:
+        p = kernel_problem(job)
+        if skinny_applies(job.M, job.N) or not choice.should_transpose_a(p):
+            continue
+        seen = p.repacks(choice.should_repack(p), True)[1].layout
+        key = (job.M, job.N, job.K, job.batch, seen)
+        if key not in have:
+            have.add(key)
+            extra.append(Job(*key))
+    return extra
+
+
 def skinny_applies(M: int, N: int) -> bool:
     """Whether stage='auto' sends this shape to the skinny kernel (dispatch step 1)."""
     try:
@@ -543,6 +565,11 @@ def run(settings: Settings, progress=None) -> dict:
     # Jobs, round-robin over the devices; shortlists on the CPU.
     stream = progress or sys.stderr
     jobs = jobs_for(settings.shapes, settings.layouts, settings.entries)
+    extra = transposed_jobs(jobs)
+    if extra:
+        print(f"gemmlab tune: also {', '.join(f'{j.text} {j.layout}' for j in extra)}: the layout stage='auto' "
+              "runs where it transposes A", file=stream, flush=True)
+    jobs += extra
     results, plans = [], []
     kernels: dict = {}
     for i, job in enumerate(jobs):
