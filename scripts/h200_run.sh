@@ -194,6 +194,18 @@ for what in "$@"; do
     s13-rs)
       step "s13 RS variant (B split in registers): correctness and speed"
       python3 scripts/s13_rs_probe.py 2>&1 | tee "$RES/s13_rs_probe.txt" | tail -20 ;;
+    a-transpose-kept)
+      step "A transposed where only the call's layout is tuned: the heuristic's plan with A^T (as is), the entry's plan, the entry's tile with A^T"
+      # the 15 plans the variants change among the held-out, wide and own suites (model_variant_probe.py --dry)
+      fixed_variants ${AT_VARIANTS:-as_is,at_entry,at_tile} a-transpose-kept.txt 560 24 \
+        4096 3072 768 nn 1 4096 3072 768 nt 1 12288 3072 1024 nt 1 2048 1536 512 nt 1 8192 2304 768 nt 1 \
+        16384 3072 768 nt 1 2048 3072 2048 nn 1 8192 12288 4096 nt 1 4096 11008 4096 nt 1 4096 4096 11008 nn 1 \
+        128 11008 4096 nn 1 256 8192 4096 nt 1 2047 2049 511 nt 1 3001 1999 777 nn 1 6144 2048 1024 nt 1 ;;
+    ncu-mid)
+      step "ncu: gemmlab auto against cuBLAS on the unseen mid-size shapes auto loses most (own and held-out suites)"
+      bash scripts/ncu_vs_cublas.sh "$RES/ncu-mid" "3333 1111 2222 nt" "4096 3072 768 nt" "16384 256 1024 nn" \
+        "3072 1024 4096 nn" "1400 1400 1400 nt" "601 1203 4099 nn" "255 255 255 nt 32" "160 160 160 nt 100" \
+        "5120 640 1280 tt" 2>&1 | tee "$RES/ncu_mid.txt" | tail -60 ;;
     ncu-vs-cublas)
       step "ncu: gemmlab auto against cuBLAS, kernel by kernel"
       bash scripts/ncu_vs_cublas.sh "$RES/ncu-vs-cublas" "1 4096 4096" "1 8192 8192" "64 64 65536" "1 6144 2048" 2>&1 | tee "$RES/ncu_vs_cublas.txt" | tail -30 ;;

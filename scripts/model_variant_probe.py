@@ -102,6 +102,10 @@ VARIANTS = {
     # (heuristics/choice.py, TUNED_MODEL_SLACK; the runtime's 1.15 since 2026-12-06, so tuned_slack
     # is as_is now and tuned_slack_off the entry taken wherever its bucket matches); random shapes
     # in tuned buckets (--in-buckets)
+    # a transposed A where only the call's own layout is tuned (choice.A_TRANSPOSE_WITHOUT_ITS_ENTRY)
+    "at_entry": ((choice, "A_TRANSPOSE_WITHOUT_ITS_ENTRY", None),),  # the rule before the twenty-second session
+    "at_heuristic": ((choice, "A_TRANSPOSE_WITHOUT_ITS_ENTRY", "heuristic"),),
+    "at_tile": ((choice, "A_TRANSPOSE_WITHOUT_ITS_ENTRY", "tile"),),
     "tuned_slack": ((choice, "TUNED_MODEL_SLACK", 1.15),),
     "tuned_slack_off": ((choice, "TUNED_MODEL_SLACK", None),),
     "tuned_slack130": ((choice, "TUNED_MODEL_SLACK", 1.3),),
@@ -203,7 +207,7 @@ def h200_choice(M, N, K, lay, batch):
 
 
 def describe(c) -> str:
-    return f"{c.spec.id} {c.config['block_m']}x{c.config['block_n']} s{c.split_k}{' rp' if c.repack else ''} {c.source}"
+    return f"{c.spec.id} {c.config['block_m']}x{c.config['block_n']} s{c.split_k}{' rp' if c.repack else ''}{' aT' if c.a_transpose else ''} {c.source}"
 
 
 def runs(c, M, N, K, lay, batch) -> tuple:
@@ -250,7 +254,7 @@ def _dry_run(shapes):
         for M, N, K, lay, b in diff:
             shape = f"{M}x{N}x{K}{f'x{b}' if b > 1 else ''} {lay}"
             (was, _), (is_, stand_in) = base[(M, N, K, lay, b)], now[(M, N, K, lay, b)]
-            why = "" if was != is_ else " (another stand-in)" if stand_in else " (itself, no stand-in)"
+            why = "" if was.replace(" aT", "") != is_.replace(" aT", "") else " (another stand-in)" if stand_in else " (itself, no stand-in)"
             print(f"  {shape:22} {was:34} -> {is_}{why}")
         union += [s for s in diff if s not in union]
     # the shapes as the command line takes them: time only these (fixed shapes, no --random)
