@@ -201,6 +201,13 @@ for what in "$@"; do
         4096 3072 768 nn 1 4096 3072 768 nt 1 12288 3072 1024 nt 1 2048 1536 512 nt 1 8192 2304 768 nt 1 \
         16384 3072 768 nt 1 2048 3072 2048 nn 1 8192 12288 4096 nt 1 4096 11008 4096 nt 1 4096 4096 11008 nn 1 \
         128 11008 4096 nn 1 256 8192 4096 nt 1 2047 2049 511 nt 1 3001 1999 777 nn 1 6144 2048 1024 nt 1 ;;
+    tune-transposed)
+      step "tune the layouts the wide suite's nn/nt entries run in with A transposed (runner.transposed_jobs; ships gemmlab/tune/tables)"
+      python3 -m gemmlab tune --ship --top 6 --entries "3500x3500x3500:tn,4096x4096x4096:tn,8192x8192x8192:tn,\
+2048x1536x512:tn,8192x2304x768:tn,16384x3072x768:tn,4096x4096x1024:tn,2048x3072x2048:tn,8192x12288x4096:tn,\
+4096x11008x4096:tn,4096x4096x11008:tn,128x11008x4096:tn,256x8192x4096:tt,2047x2049x511:tn,3001x1999x777:tn" \
+        2>>"$RES/tune-transposed.err" | tee "$RES/tune-transposed.txt" | tail -20
+      cp gemmlab/tune/tables/*.json "$RES/" 2>/dev/null ;;
     ncu-mid)
       step "ncu: gemmlab auto against cuBLAS on the unseen mid-size shapes auto loses most (own and held-out suites)"
       bash scripts/ncu_vs_cublas.sh "$RES/ncu-mid" "3333 1111 2222 nt" "4096 3072 768 nt" "16384 256 1024 nn" \

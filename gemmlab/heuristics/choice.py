@@ -310,7 +310,8 @@ def choose(p: Problem, gpu: model.Gpu, ident: dict, *, allow_workspace: bool = T
             _stale(entry, e)
 
     # 3. Nearest: the tuned neighbours' tile (with A transposed, the neighbours of the layout the
-    # kernel sees; where there are none, the call layout's, without the transpose).
+    # kernel sees; where there are none, A_TRANSPOSE_WITHOUT_ITS_ENTRY says whether the call
+    # layout's are asked: not by default, the heuristic then decides with A transposed).
     near = nearest_choice(p, gpu, ident, layout_aligned, allow_workspace=allow_workspace, repack=repack,
                           config=config, layout=layout, a_transpose=a_t)
     if near is None and a_t and A_TRANSPOSE_WITHOUT_ITS_ENTRY != "heuristic":
