@@ -90,17 +90,21 @@ def report(M: int, N: int, K: int, batch: int = 1, layout: str = "nn", *, gpu_na
     else:
         table_aligned = aligned or c.repack
         near = table.nearest(ident, M, N, K, batch, seen.layout if c.a_transpose else p.layout, table_aligned)
+        # A transposed, the transposed layout's bucket empty and the call's own layout with entries
+        # (choice.A_TRANSPOSE_WITHOUT_ITS_ENTRY): those entries were not asked
+        unused = c.a_transpose and choice_mod.A_TRANSPOSE_WITHOUT_ITS_ENTRY == "heuristic" and (
+            table.lookup(ident, M, N, K, batch, seen.layout, table_aligned) is None) and (
+            table.lookup(ident, M, N, K, batch, p.layout, table_aligned) is not None
+            or bool(table.nearest(ident, M, N, K, batch, p.layout, table_aligned)))
+        no_bucket = f"no tuned {seen.layout} bucket (the layout A transposed gives)" if unused else "no tuned bucket"
         if choice_mod.NEAREST_ALIGNED_ONLY and not table_aligned:
-            detail = "no tuned bucket; problems on 4-byte copies take no neighbour's tile"
+            detail = f"{no_bucket}; problems on 4-byte copies take no neighbour's tile"
         elif not near:
-            detail = f"no tuned bucket and no tuned shape within {table.NEAREST_RADIUS:g} octave(s)"
+            detail = f"{no_bucket} and no tuned shape within {table.NEAREST_RADIUS:g} octave(s)"
         else:
-            detail = (f"no tuned bucket; the neighbours' tile is more than {choice_mod.NEAREST_MODEL_SLACK:g}x the "
+            detail = (f"{no_bucket}; the neighbours' tile is more than {choice_mod.NEAREST_MODEL_SLACK:g}x the "
                       "model's best here")
-        if c.a_transpose and choice_mod.A_TRANSPOSE_WITHOUT_ITS_ENTRY == "heuristic" and (
-                table.lookup(ident, M, N, K, batch, p.layout, table_aligned) is not None
-                or table.nearest(ident, M, N, K, batch, p.layout, table_aligned)):
-            detail = detail.replace("no tuned bucket", f"no tuned {seen.layout} bucket (the layout A transposed gives)")
+        if unused:
             detail += (f"; the {p.layout} table's entries, timed without A transposed, are not used "
                        "(choice.A_TRANSPOSE_WITHOUT_ITS_ENTRY)")
         out["why"] = {"step": "heuristic", "detail": detail}
