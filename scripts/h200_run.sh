@@ -196,16 +196,18 @@ for what in "$@"; do
       python3 scripts/s13_rs_probe.py 2>&1 | tee "$RES/s13_rs_probe.txt" | tail -20 ;;
     a-transpose-kept)
       step "A transposed where only the call's layout is tuned: the heuristic's plan with A^T (as is), the entry's plan, the entry's tile with A^T"
-      # the 15 plans the variants change among the held-out, wide and own suites (model_variant_probe.py --dry)
+      # the 15 plans the variants change among the held-out, wide and own suites (model_variant_probe.py --dry's
+      # "changed:" line, computed before a GPU is lent, as for stand-in-bk16 below)
       fixed_variants ${AT_VARIANTS:-as_is,at_entry,at_tile} a-transpose-kept.txt 560 24 \
         4096 3072 768 nn 1 4096 3072 768 nt 1 12288 3072 1024 nt 1 2048 1536 512 nt 1 8192 2304 768 nt 1 \
         16384 3072 768 nt 1 2048 3072 2048 nn 1 8192 12288 4096 nt 1 4096 11008 4096 nt 1 4096 4096 11008 nn 1 \
         128 11008 4096 nn 1 256 8192 4096 nt 1 2047 2049 511 nt 1 3001 1999 777 nn 1 6144 2048 1024 nt 1 ;;
     tune-transposed)
       step "tune the layouts the wide suite's nn/nt entries run in with A transposed (runner.transposed_jobs; ships gemmlab/tune/tables)"
-      python3 -m gemmlab tune --ship --top 6 --entries "3500x3500x3500:tn,4096x4096x4096:tn,8192x8192x8192:tn,\
-2048x1536x512:tn,8192x2304x768:tn,16384x3072x768:tn,4096x4096x1024:tn,2048x3072x2048:tn,8192x12288x4096:tn,\
-4096x11008x4096:tn,4096x4096x11008:tn,128x11008x4096:tn,256x8192x4096:tt,2047x2049x511:tn,3001x1999x777:tn" \
+      # the entries the tuner adds to the suite's own (15 on 2026-12-07), derived on the CPU so they cannot drift
+      entries=$(python3 -c "from gemmlab.bench import suites; from gemmlab.tune import runner
+print(','.join(f'{j.text}:{j.layout}' for j in runner.transposed_jobs(runner.jobs_for(None, None, suites.WIDE_ENTRIES))))")
+      python3 -m gemmlab tune --ship --top 6 --entries "$entries" \
         2>>"$RES/tune-transposed.err" | tee "$RES/tune-transposed.txt" | tail -20
       cp gemmlab/tune/tables/*.json "$RES/" 2>/dev/null ;;
     ncu-mid)
