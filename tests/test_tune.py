@@ -14,7 +14,7 @@ import pytest
 
 from gemmlab import dispatch
 from gemmlab.bench import suites
-from gemmlab.heuristics import model, space, table
+from gemmlab.heuristics import choice, model, space, table
 from gemmlab.plan import Choice
 from gemmlab.stages import get
 from gemmlab.stages.base import Problem
@@ -136,8 +136,6 @@ def tuning_env(tmp_path, monkeypatch):
     entries at N >= 1536, where dispatch would transpose A and read the tn table: they pin the old
     rule (choice.A_TRANSPOSE_WITHOUT_ITS_ENTRY None: a call-layout entry alone runs as measured),
     which they are about; tests/test_heuristics.py has the transposed cases."""
-    from gemmlab.heuristics import choice
-
     monkeypatch.setattr(choice, "A_TRANSPOSE_WITHOUT_ITS_ENTRY", None)
     monkeypatch.setenv("GEMMLAB_CACHE_DIR", str(tmp_path / "cache"))
     path = tmp_path / "db.json"
@@ -244,8 +242,6 @@ def test_dispatch_skips_an_entry_for_a_newer_gpu(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("GEMMLAB_TUNING_DB", str(path))
     ident = db.identity("Test GPU 8000", "sm_80", "nvrtc-99.9")
     monkeypatch.setattr(dispatch, "_gpu", lambda dev=0: (model.Gpu(cc=80, sms=108), ident))
-    from gemmlab.heuristics import choice
-
     monkeypatch.setattr(choice, "A_TRANSPOSE_WITHOUT_ITS_ENTRY", None)  # the nn entry is read (tuning_env)
     db.write(path, ident, [_entry(2048, 2048, 2048, stage="s11")])
     c = dispatch.choose(Problem.dense(2048, 2048, 2048))
