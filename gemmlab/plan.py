@@ -54,6 +54,24 @@ class NotReady(GemmlabError):
 
 
 @dataclass(frozen=True)
+class Tail:
+    """A second GEMM kernel for D's rows (``axis`` "m") or columns ("n") from ``start`` on, at
+    its own stage, config and split-K; the choice's kernel computes the part before ``start``
+    (whole waves of its tile: wave quantization answered in the plan, heuristics/choice.py
+    ``TAIL_MIN_GAIN``). Both read the same operands (after any copies) through views."""
+
+    axis: str
+    start: int
+    spec: object
+    config: dict
+    split_k: int = 1
+
+    def describe(self) -> dict:
+        return {"axis": self.axis, "start": self.start, "stage": self.spec.id, "config": dict(self.config),
+                "split_k": self.split_k}
+
+
+@dataclass(frozen=True)
 class Choice:
     """What runs a problem: a stage at a config, split into ``split_k`` slices of K (1: none),
     with operands repacked when ``repack``: a K-major B transposed into a row-major copy, and
@@ -72,11 +90,16 @@ class Choice:
     # iterations evenly; a second kernel adds the cut tiles' partials (kernels/epilogue/stream_k.cuh).
     # Replaces split-K.
     stream_k: bool = False
+    # D's rows or columns from tail.start on run as a second GEMM of their own (not with stream_k)
+    tail: Tail | None = None
 
     def describe(self) -> dict:
-        return {"stage": self.spec.id, "config": dict(self.config), "split_k": self.split_k,
-                "repack": self.repack, "a_transpose": self.a_transpose, "cluster_reduce": self.cluster_reduce,
-                "stream_k": self.stream_k, "source": self.source}
+        out = {"stage": self.spec.id, "config": dict(self.config), "split_k": self.split_k,
+               "repack": self.repack, "a_transpose": self.a_transpose, "cluster_reduce": self.cluster_reduce,
+               "stream_k": self.stream_k, "source": self.source}
+        if self.tail is not None:
+            out["tail"] = self.tail.describe()
+        return out
 
 
 class Step:
@@ -465,14 +488,6 @@ def build(choice: Choice, prob: Problem, refs: dict, dev: int, *, capturing: boo
     if choice.stream_k:
         run_spec, run_cfg = spec.fallback(cfg, prob) or (spec, cfg)
         sk_blocks = run_spec.stream_k_blocks(run_cfg, prob, _device.info(dev).sms)
-    k_split, splits = k_slices(prob.K, 1 if sk_blocks else choice.split_k)
-    sliced = replace(prob, splits=splits, k_split=k_split)  # d_ss = 0: the slices share D
-    in_cluster = False
-    if splits > 1 and choice.cluster_reduce is not False and arch_number(b.arch) >= CLUSTER_MIN_CC:
-        run_spec, run_cfg = spec.fallback(cfg, sliced) or (spec, cfg)  # the stage that will run decides
-        in_cluster = run_spec.cluster_slices(run_cfg, splits, forced=bool(choice.cluster_reduce),
-                                             clusters=run_spec.tiles(run_cfg, prob.M, prob.N, prob.batch),
-                                             sms=_device.info(dev).sms)
     if sk_blocks:  # the stream-K kernel, then the fixup of the tiles it cut (where it cut any)
         bm, bn = run_spec.block_tile(run_cfg)
         bk = run_cfg["block_k"]
@@ -482,7 +497,47 @@ def build(choice: Choice, prob: Problem, refs: dict, dev: int, *, capturing: boo
         if cut_tiles(tiles, -(-prob.K // bk), sk_blocks):
             b.stream_k_fixup(slots, refs["d"], refs.get("c", refs["d"]), prob, sk_blocks, bm, bn, bk,
                              spec_run.group_m(cfg_run))
-    elif in_cluster:  # one kernel: the slices of a tile add their partials in a cluster
+        splits, in_cluster, tail = 1, False, None
+    elif choice.tail is None:
+        main, spec_run, cfg_run, variant, splits, in_cluster = _sliced_gemm(b, spec, cfg, prob, refs, choice.split_k,
+                                                                            choice.cluster_reduce)
+        tail = None
+    else:  # two GEMMs on views: whole waves of the choice's tile, then the rest at the tail's plan
+        t = choice.tail
+        stop = prob.M if t.axis == "m" else prob.N
+        first, _ = prob.part(t.axis, 0, t.start)
+        rest, offs = prob.part(t.axis, t.start, stop)
+        main, spec_run, cfg_run, variant, splits, in_cluster = _sliced_gemm(b, spec, cfg, first, refs, choice.split_k,
+                                                                            choice.cluster_reduce)
+        moved = {k: (src, off + offs.get(k, 0)) for k, (src, off) in refs.items()}
+        if "c" not in moved:  # the addend is D itself: it moves with D
+            moved["c"] = moved["d"]
+        tail_run = _sliced_gemm(b, t.spec, t.config, rest, moved, t.split_k, choice.cluster_reduce)
+        tail = replace(t, spec=tail_run[1], config=tail_run[2], split_k=tail_run[4])
+    dependent_launches(b.steps)
+    ran = Choice(spec_run, cfg_run, splits, choice.repack, choice.source, choice.a_transpose, in_cluster,
+                 stream_k=bool(sk_blocks), tail=tail)
+    cut = f" + {tail.axis} >= {tail.start}: {tail.spec.id} {tail.config} split_k {tail.split_k}" if tail else ""
+    summary = (f"gemmlab: {prob.M}x{prob.N}x{prob.K} batch {prob.batch} -> {spec_run.id} {cfg_run} {variant} "
+               f"split_k {splits}{f' stream-K {sk_blocks} blocks' if sk_blocks else ''}{cut} ({choice.source}); " +
+               ", ".join(f"kernel {s.name}" for s in b.steps) +
+               f"; grid {main.grid}")
+    return Plan(steps=b.steps, choice=ran, main=main, variant=variant, ws_floats=b.ws_floats, summary=summary)
+
+
+def _sliced_gemm(b: _Builder, spec, cfg, prob: Problem, refs: dict, split_k: int, cluster_reduce):
+    """The GEMM kernel of ``prob`` in ``split_k`` slices of K: one kernel (no split, or the slices
+    added in a thread block cluster), or the kernel into a workspace and the reduce. Returns
+    (main step, spec and config that ran, variant, slices, whether in a cluster)."""
+    k_split, splits = k_slices(prob.K, split_k)
+    sliced = replace(prob, splits=splits, k_split=k_split)  # d_ss = 0: the slices share D
+    in_cluster = False
+    if splits > 1 and cluster_reduce is not False and arch_number(b.arch) >= CLUSTER_MIN_CC:
+        run_spec, run_cfg = spec.fallback(cfg, sliced) or (spec, cfg)  # the stage that will run decides
+        in_cluster = run_spec.cluster_slices(run_cfg, splits, forced=bool(cluster_reduce),
+                                             clusters=run_spec.tiles(run_cfg, prob.M, prob.N, prob.batch),
+                                             sms=_device.info(b.dev).sms)
+    if in_cluster:  # one kernel: the slices of a tile add their partials in a cluster
         main, spec_run, cfg_run, variant = b.gemm(spec, cfg, sliced, refs, scalars=True)
     elif splits > 1:
         ws_ld = round4(prob.N)
@@ -497,12 +552,5 @@ def build(choice: Choice, prob: Problem, refs: dict, dev: int, *, capturing: boo
                  prob.ldd, 1, prob.d_bs, prob.batch, prob.c_strides())
     else:
         main, spec_run, cfg_run, variant = b.gemm(spec, cfg, prob, refs, scalars=True)
-    dependent_launches(b.steps)
-    ran = Choice(spec_run, cfg_run, splits, choice.repack, choice.source, choice.a_transpose, in_cluster,
-                 stream_k=bool(sk_blocks))
-    summary = (f"gemmlab: {prob.M}x{prob.N}x{prob.K} batch {prob.batch} -> {spec_run.id} {cfg_run} {variant} "
-               f"split_k {splits}{f' stream-K {sk_blocks} blocks' if sk_blocks else ''} ({choice.source}); " +
-               ", ".join(f"kernel {s.name}" for s in b.steps) +
-               f"; grid {main.grid}")
-    return Plan(steps=b.steps, choice=ran, main=main, variant=variant, ws_floats=b.ws_floats, summary=summary)
+    return main, spec_run, cfg_run, variant, splits, in_cluster
 

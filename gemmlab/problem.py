@@ -337,6 +337,28 @@ class Problem:
                        a_ptr=pa, b_ptr=pb, d_ptr=d_ptr, alpha=alpha, beta=beta, **c)
         return prob, swapped
 
+    def part(self, axis: str, start: int, stop: int) -> tuple["Problem", dict]:
+        """Rows (``axis`` "m") or columns ("n") ``[start, stop)`` of D as a problem of their own on
+        views of the same operands (rows: A's rows and all of B; columns: all of A and B's
+        columns; every batch), and the byte offset of each view from the operand's start ("a",
+        "b", "d", "c": the addend, where separate). Pointers move with the views, so the
+        alignment rules read the parts' own."""
+        if axis not in ("m", "n"):
+            raise ValueError(f"axis {axis!r}: 'm' or 'n'")
+        extent = self.M if axis == "m" else self.N
+        if not 0 <= start < stop <= extent:
+            raise ValueError(f"part [{start}, {stop}) of {extent} {'rows' if axis == 'm' else 'columns'}")
+        c_rs, c_cs, _ = self.c_strides()
+        if axis == "m":
+            offs = {"a": start * self.a_rs, "b": 0, "d": start * self.ldd, "c": start * c_rs}
+            sub = dict(M=stop - start)
+        else:
+            offs = {"a": 0, "b": start * self.b_cs, "d": start, "c": start * c_cs}
+            sub = dict(N=stop - start)
+        offs = {k: 4 * v for k, v in offs.items()}
+        return replace(self, **sub, a_ptr=self.a_ptr + offs["a"], b_ptr=self.b_ptr + offs["b"],
+                       d_ptr=self.d_ptr + offs["d"]), offs
+
     # -- operand views --------------------------------------------------------------------------
     def operand(self, which: str) -> Operand:
         if which == "a":

@@ -103,6 +103,10 @@ VARIANTS = {
     # is as_is now and tuned_slack_off the entry taken wherever its bucket matches); random shapes
     # in tuned buckets (--in-buckets)
     # a transposed A where only the call's own layout is tuned (choice.A_TRANSPOSE_WITHOUT_ITS_ENTRY)
+    # wave quantization answered in the plan (choice.TAIL_MIN_GAIN): where the heuristic decides; also
+    # over the tuned neighbours' plan (TAIL_OVER_NEAREST)
+    "tail105": ((choice, "TAIL_MIN_GAIN", 1.05),),
+    "tail105n": ((choice, "TAIL_MIN_GAIN", 1.05), (choice, "TAIL_OVER_NEAREST", True)),
     "at_entry": ((choice, "A_TRANSPOSE_WITHOUT_ITS_ENTRY", None),),  # the rule before the twenty-second session
     "at_heuristic": ((choice, "A_TRANSPOSE_WITHOUT_ITS_ENTRY", "heuristic"),),
     "at_tile": ((choice, "A_TRANSPOSE_WITHOUT_ITS_ENTRY", "tile"),),
@@ -206,8 +210,16 @@ def h200_choice(M, N, K, lay, batch):
     return choice.choose(p, H200, table.identity("NVIDIA H200", "sm_90", compiler_version()))
 
 
+def tail_key(t) -> tuple:
+    """A plan's tail (plan.Tail, or None) as a hashable key."""
+    return () if t is None else (t.axis, t.start, t.spec.id, tuple(sorted(t.config.items())), t.split_k)
+
+
 def describe(c) -> str:
-    return f"{c.spec.id} {c.config['block_m']}x{c.config['block_n']} s{c.split_k}{' rp' if c.repack else ''}{' aT' if c.a_transpose else ''} {c.source}"
+    t = c.tail
+    cut = f" +{t.axis}{t.start}:{t.config['block_m']}x{t.config['block_n']}s{t.split_k}" if t is not None else ""
+    return (f"{c.spec.id} {c.config['block_m']}x{c.config['block_n']} s{c.split_k}{cut}{' rp' if c.repack else ''}"
+            f"{' aT' if c.a_transpose else ''} {c.source}")
 
 
 def runs(c, M, N, K, lay, batch) -> tuple:
@@ -290,7 +302,7 @@ def main():
             # the kernels as well as the choice: a variant of the plan layer (a cluster instead of
             # the workspace) keeps the choice and changes what runs
             key = (plan.choice.spec.id, tuple(sorted(plan.choice.config.items())), plan.choice.split_k,
-                   plan.choice.repack, plan.choice.a_transpose, tuple(plan.kernels))
+                   plan.choice.repack, plan.choice.a_transpose, tuple(plan.kernels), tail_key(plan.choice.tail))
             if key not in seen:
                 seen[key] = timed(ops, "auto", None)
             apply(old)

@@ -3,7 +3,7 @@ two GEMMs on views of the same operands. The first part holds whole waves of one
 the tail, the rows left, runs with its own best tile and split-K. No kernel changes: the two parts
 are two calls of s11 on slices (A[:M1], D[:M1] and A[M1:], D[M1:]; columns: B[:, :N1], D[:, :N1]).
 
-For each shape the waves model (heuristics/model.py) picks the split and both plans; the probe
+For each shape the waves model (heuristics/model.tail_split) picks the cut and both plans; the probe
 checks the pair against float64 (poisoned output), then times auto, the pair and cuBLAS (CUDA
 events, L2 flushed, median; both launches in one timed call). ``--dry`` (no GPU): the model's
 plans and predicted times only.
@@ -12,7 +12,7 @@ plans and predicted times only.
 import math
 import sys
 
-from gemmlab.heuristics import model, space
+from gemmlab.heuristics import model
 
 H200 = model.Gpu(sms=132, clock_hz=1.98e9, cc=90)
 # The model's best gainers among the held-out suite and 60 random shapes (seed 5, 256..8192), nn,
@@ -29,29 +29,10 @@ def single(M, N, K, gpu=H200):
 
 
 def tail_plan(M, N, K, gpu=H200):
-    """(predicted s, axis, first extent, first candidate, tail prediction) of the best split, or None.
-    The first part: whole waves of one tile along ``axis`` ("m": rows, "n": columns), extent a
-    multiple of the tile; the tail: the model's best plan for the rest (+ one launch)."""
-    best = None
-    for cand in space.candidates(gpu.cc):
-        if not space.applies(cand, M, N):
-            continue
-        bm, bn = cand.tile()
-        cap = gpu.sms * cand.blocks_per_sm()
-        for axis, along, across, step in (("m", M, N, bm), ("n", N, M, bn)):
-            other = bn if axis == "m" else bm
-            per_line = math.ceil(across / other)  # tiles in one tile row (axis m) or column (n)
-            for w in range(1, 64):
-                ext = (w * cap) // per_line * step
-                if ext == 0 or ext >= along:
-                    continue
-                m1, n1 = (ext, N) if axis == "m" else (M, ext)
-                first = model.predict(cand, m1, n1, K, 1, 1, gpu)
-                rest = single(M - ext, N, K, gpu) if axis == "m" else single(M, N - ext, K, gpu)
-                t = first.seconds + rest.seconds + model.LAUNCH_S
-                if best is None or t < best[0]:
-                    best = (t, axis, ext, cand, rest)
-    return best
+    """(predicted s, axis, first extent, first candidate, tail prediction): the runtime's cut
+    (model.tail_split, what choice.TAIL_MIN_GAIN takes), or None."""
+    cut = model.tail_split(M, N, K, 1, gpu)
+    return None if cut is None else (cut.seconds, cut.axis, cut.start, cut.first.candidate, cut.rest)
 
 
 def cfg(cand, split, whole):
@@ -70,6 +51,9 @@ def main():
         shapes = DEFAULT
         for M, N, K, lay, _ in shapes:
             one, tp = single(M, N, K), tail_plan(M, N, K)
+            if tp is None:
+                print(f"{M}x{N}x{K} {lay}: no cut")
+                continue
             t, axis, ext, cand, rest = tp
             print(f"{M}x{N}x{K} {lay}: one {one.candidate.label} s{one.split_k} {one.seconds * 1e6:.1f} us | "
                   f"{axis}<{ext} {cand.label} + {rest.candidate.label} s{rest.split_k} {t * 1e6:.1f} us "
@@ -92,7 +76,11 @@ def main():
         cub = t(lambda: torch.mm(ops.a, ops.b, out=ops.out))
         auto_plan, auto_fn = api.prepare(ops.a, ops.b, out=ops.out)
         auto = t(auto_fn)
-        pt, axis, ext, cand, rest = tail_plan(M, N, K)
+        tp = tail_plan(M, N, K)
+        if tp is None:
+            print(f"{M}x{N}x{K} {lay}: no cut", flush=True)
+            continue
+        pt, axis, ext, cand, rest = tp
         if axis == "m":
             parts = ((ops.a[:ext], ops.b, ops.out[:ext], cand, 1), (ops.a[ext:], ops.b, ops.out[ext:],
                                                                         rest.candidate, rest.split_k))

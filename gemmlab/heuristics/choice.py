@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..plan import Choice
+from ..plan import Choice, Tail
 from ..problem import Problem
 from ..stages import get as get_stage
 from . import model, skinny, space, table
@@ -111,6 +111,16 @@ TUNED_MODEL_SLACK = 1.15
 # transposed, none slower (geometric mean +4.8%; 256x8192x4096 nt 0.878 -> 0.942 of cuBLAS,
 # 2047x2049x511 nt 0.852 -> 0.938; results/h100/logs/5bdc074/README.md). Not yet timed on an H200.
 A_TRANSPOSE_WITHOUT_ITS_ENTRY = "heuristic"
+# Wave quantization answered in the plan (model.tail_split): where the heuristic decides (no tuned
+# entry, no neighbour) on operands TMA takes, and the waves model puts a cut of D's rows or columns
+# into whole waves of one tile plus a tail with its own plan (two kernels) at least this much faster
+# than the best single plan, the plan makes that cut (plan.Tail). None: never. Off until measured:
+# scripts/tail_split_probe.py and the variant ``tail`` of scripts/model_variant_probe.py.
+TAIL_MIN_GAIN = None
+# With TAIL_MIN_GAIN on, also where the tuned neighbours chose the tile: the cut is taken where the
+# waves model puts it that much below the neighbours' plan (the model's time for their tile and
+# split-K here).
+TAIL_OVER_NEAREST = False
 
 
 def should_repack(p: Problem) -> bool:
@@ -319,12 +329,47 @@ def choose(p: Problem, gpu: model.Gpu, ident: dict, *, allow_workspace: bool = T
         near = nearest_choice(p, gpu, ident, aligned, allow_workspace=allow_workspace, repack=repack, config=config,
                               a_transpose=keep)
     if near is not None:
+        if TAIL_MIN_GAIN is not None and TAIL_OVER_NEAREST and near.tail is None:
+            ranked = model.rank(M, N, K, batch, gpu, allow_split=allow_workspace, aligned=aligned,
+                                problem=stand_in_problem(p, aligned, repack, near.a_transpose))
+            theirs = model.predict(space.candidate_for(near.spec.id, near.config, gpu.cc), M, N, K, batch,
+                                   near.split_k, gpu, aligned=aligned)
+            cut = tail_cut(p, gpu, [theirs] + ranked, aligned, allow_workspace, config)
+            if cut is not None:
+                return _with_tail(cut, near.repack, "nearest", near.a_transpose)
         return near
 
     # 4. Heuristic (on operands TMA cannot take, the model runs the stand-in the plan builds for the
     # problem the kernel sees).
-    best = model.best(M, N, K, batch, gpu, allow_split=allow_workspace, aligned=aligned,
-                      problem=stand_in_problem(p, aligned, repack, a_t))
+    ranked = model.rank(M, N, K, batch, gpu, allow_split=allow_workspace, aligned=aligned,
+                        problem=stand_in_problem(p, aligned, repack, a_t))
+    best = ranked[0]
+    cut = tail_cut(p, gpu, ranked, aligned, allow_workspace, config)
+    if cut is not None:
+        return _with_tail(cut, repack, "heuristic", a_t)
     spec = best.candidate.spec()
     cfg = with_config(spec, best.candidate.config(), config)
     return Choice(spec, cfg, best.split_k, repack, "heuristic", a_t)
+
+
+def _with_tail(cut: model.TailSplit, repack: bool, source: str, a_transpose: bool) -> Choice:
+    """The Choice that runs ``cut``: its first part's tile (no split-K), then its tail."""
+    first, rest = cut.first.candidate, cut.rest.candidate
+    tail = Tail(cut.axis, cut.start, rest.spec(), rest.config(), cut.rest.split_k)
+    return Choice(first.spec(), first.config(), 1, repack, source, a_transpose, tail=tail)
+
+
+def tail_cut(p: Problem, gpu: model.Gpu, ranked: list, aligned: bool, allow_workspace: bool, config=None):
+    """The waves model's cut of ``p`` into whole waves and a tail (model.TailSplit) where
+    TAIL_MIN_GAIN takes it: on, operands TMA takes (or their copies), a second kernel allowed
+    (``allow_workspace``), no caller's config, and the cut's predicted time at least that much
+    below ``ranked[0]``'s (the plan it would replace); else None. The first part's tiles are
+    ``ranked``'s best (model.tail_split)."""
+    if TAIL_MIN_GAIN is None or not aligned or not allow_workspace or config or p.K <= 0:
+        return None
+    cut = model.tail_split(p.M, p.N, p.K, p.batch, gpu, ranked=ranked)
+    if cut is None or ranked[0].seconds < TAIL_MIN_GAIN * cut.seconds:
+        return None
+    if not (cut.first.candidate.spec().aligned_path and cut.rest.candidate.spec().aligned_path):
+        return None
+    return cut

@@ -219,3 +219,58 @@ def split_counts(cand: space.Candidate, M: int, N: int, batch: int, gpu: Gpu, cf
 
 def best(M, N, K, batch=1, gpu=None, *, allow_split=True, cluster=True, aligned=True, problem=None) -> Prediction:
     return rank(M, N, K, batch, gpu, allow_split=allow_split, cluster=cluster, aligned=aligned, problem=problem)[0]
+
+
+# ---- wave quantization answered in the plan: a first part of whole waves, then the tail ---------
+
+@dataclass(frozen=True)
+class TailSplit:
+    """D's rows (``axis`` "m") or columns ("n") cut at ``start``: the part before it runs
+    ``first`` (whole waves of one tile, no split-K), the rest ``rest`` (its own best tile and
+    split-K), one kernel after the other. ``seconds``: both, plus a launch."""
+
+    seconds: float
+    axis: str
+    start: int
+    first: Prediction
+    rest: Prediction
+
+
+TAIL_FIRST_TILES = 3    # the distinct tiles of the whole problem's best predictions tried for the first part
+TAIL_FULL_FILL = 0.9    # a tile whose own last wave is at least this full needs no tail
+
+
+def tail_split(M: int, N: int, K: int, batch: int = 1, gpu: Gpu | None = None, *,
+               ranked: list | None = None) -> TailSplit | None:
+    """The best cut of an aligned problem (operands TMA takes) into a first part that fills whole
+    waves of one of its best tiles and a tail with a plan of its own, by the waves model; None
+    where no cut helps a tile (each of the TAIL_FIRST_TILES best tiles of ``ranked``, the
+    problem's ``rank``, fills its last wave at least TAIL_FULL_FILL, or runs less than a wave).
+    The first part takes the most whole tile rows (or columns) that fit its whole waves."""
+    gpu = gpu or Gpu()
+    ranked = ranked if ranked is not None else rank(M, N, K, batch, gpu)
+    firsts: list = []
+    for p in ranked:
+        if p.candidate not in firsts:
+            firsts.append(p.candidate)
+        if len(firsts) == TAIL_FIRST_TILES:
+            break
+    cut = None
+    for cand in firsts:
+        bm, bn = cand.tile()
+        capacity = gpu.sms * cand.blocks_per_sm()
+        waves = math.ceil(M / bm) * math.ceil(N / bn) * batch / capacity
+        if waves < 1 or waves - math.floor(waves) >= TAIL_FULL_FILL or waves == math.floor(waves):
+            continue
+        for axis, along, step, line in (("m", M, bm, math.ceil(N / bn) * batch),
+                                        ("n", N, bn, math.ceil(M / bm) * batch)):
+            start = (math.floor(waves) * capacity) // line * step
+            if not 0 < start < along:
+                continue
+            m1, n1, m2, n2 = (start, N, M - start, N) if axis == "m" else (M, start, M, N - start)
+            first = predict(cand, m1, n1, K, batch, 1, gpu)
+            rest = best(m2, n2, K, batch, gpu)
+            seconds = first.seconds + rest.seconds + LAUNCH_S
+            if cut is None or seconds < cut.seconds:
+                cut = TailSplit(seconds, axis, start, first, rest)
+    return cut
