@@ -115,7 +115,8 @@ A_TRANSPOSE_WITHOUT_ITS_ENTRY = "heuristic"
 # entry, no neighbour) on operands TMA takes, and the waves model puts a cut of D's rows or columns
 # into whole waves of one tile plus a tail with its own plan (two kernels) at least this much faster
 # than the best single plan, the plan makes that cut (plan.Tail). None: never. Off until measured:
-# scripts/tail_split_probe.py and the variant ``tail`` of scripts/model_variant_probe.py.
+# scripts/tail_split_probe.py, the variants ``tail105`` and ``tail105n`` of scripts/model_variant_probe.py
+# (h200_run.sh tail).
 TAIL_MIN_GAIN = None
 # With TAIL_MIN_GAIN on, also where the tuned neighbours chose the tile: the cut is taken where the
 # waves model puts it that much below the neighbours' plan (the model's time for their tile and
@@ -329,7 +330,7 @@ def choose(p: Problem, gpu: model.Gpu, ident: dict, *, allow_workspace: bool = T
         near = nearest_choice(p, gpu, ident, aligned, allow_workspace=allow_workspace, repack=repack, config=config,
                               a_transpose=keep)
     if near is not None:
-        if TAIL_MIN_GAIN is not None and TAIL_OVER_NEAREST and near.tail is None:
+        if TAIL_MIN_GAIN is not None and TAIL_OVER_NEAREST and aligned and near.tail is None:
             ranked = model.rank(M, N, K, batch, gpu, allow_split=allow_workspace, aligned=aligned,
                                 problem=stand_in_problem(p, aligned, repack, near.a_transpose))
             theirs = model.predict(space.candidate_for(near.spec.id, near.config, gpu.cc), M, N, K, batch,
