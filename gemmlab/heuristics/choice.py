@@ -115,8 +115,7 @@ A_TRANSPOSE_WITHOUT_ITS_ENTRY = "heuristic"
 # entry, no neighbour) on operands TMA takes, and the waves model puts a cut of D's rows or columns
 # into whole waves of one tile plus a tail with its own plan (two kernels) at least this much faster
 # than the best single plan, the plan makes that cut (plan.Tail). None: never. Off until measured:
-# scripts/tail_split_probe.py, the variants ``tail105`` and ``tail105n`` of scripts/model_variant_probe.py
-# (h200_run.sh tail).
+# the variants ``tail105`` and ``tail105n`` of scripts/model_variant_probe.py (h200_run.sh tail).
 TAIL_MIN_GAIN = None
 # With TAIL_MIN_GAIN on, also where the tuned neighbours chose the tile: the cut is taken where the
 # waves model puts it that much below the neighbours' plan (the model's time for their tile and
