@@ -509,9 +509,7 @@ def build(choice: Choice, prob: Problem, refs: dict, dev: int, *, capturing: boo
         rest, offs = prob.part(t.axis, t.start, stop)
         main, spec_run, cfg_run, variant, splits, in_cluster = _sliced_gemm(b, spec, cfg, first, refs, choice.split_k,
                                                                             choice.cluster_reduce)
-        moved = {k: (src, off + offs.get(k, 0)) for k, (src, off) in refs.items()}
-        if "c" not in moved:  # the addend is D itself: it moves with D
-            moved["c"] = moved["d"]
+        moved = {k: (src, off + offs.get(k, 0)) for k, (src, off) in refs.items()}  # no "c": D's, moved
         tail_run = _sliced_gemm(b, t.spec, t.config, rest, moved, t.split_k, choice.cluster_reduce)
         tail = replace(t, spec=tail_run[1], config=tail_run[2], split_k=tail_run[4])
     dependent_launches(b.steps)

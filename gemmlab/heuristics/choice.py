@@ -330,10 +330,9 @@ def choose(p: Problem, gpu: model.Gpu, ident: dict, *, allow_workspace: bool = T
                               a_transpose=keep)
     if near is not None:
         if TAIL_MIN_GAIN is not None and TAIL_OVER_NEAREST and aligned and near.tail is None:
-            ranked = model.rank(M, N, K, batch, gpu, allow_split=allow_workspace, aligned=aligned,
-                                problem=stand_in_problem(p, aligned, repack, near.a_transpose))
+            ranked = model.rank(M, N, K, batch, gpu, allow_split=allow_workspace)  # aligned: no stand-in
             theirs = model.predict(space.candidate_for(near.spec.id, near.config, gpu.cc), M, N, K, batch,
-                                   near.split_k, gpu, aligned=aligned)
+                                   near.split_k, gpu)
             cut = tail_cut(p, gpu, [theirs] + ranked, aligned, allow_workspace, config)
             if cut is not None:
                 return _with_tail(cut, near.repack, "nearest", near.a_transpose)
