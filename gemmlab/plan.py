@@ -65,10 +65,16 @@ class Tail:
     spec: object
     config: dict
     split_k: int = 1
+    # the waves model's times, in seconds, for the cut and for the single plan it replaced, where
+    # the choice made the cut (what `gemmlab choose` reports; not part of the plan's identity)
+    predicted: tuple | None = field(default=None, compare=False)
 
     def describe(self) -> dict:
-        return {"axis": self.axis, "start": self.start, "stage": self.spec.id, "config": dict(self.config),
-                "split_k": self.split_k}
+        out = {"axis": self.axis, "start": self.start, "stage": self.spec.id, "config": dict(self.config),
+               "split_k": self.split_k}
+        if self.predicted is not None:
+            out.update(us=round(self.predicted[0] * 1e6, 1), single_us=round(self.predicted[1] * 1e6, 1))
+        return out
 
 
 @dataclass(frozen=True)

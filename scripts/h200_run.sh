@@ -211,6 +211,22 @@ for what in "$@"; do
         2789 8099 448 nn 1 3232 6883 2275 nn 1 7868 7127 2248 nn 1 5000 5000 5000 nn 1 2900 2901 2903 nn 1 \
         2560 2560 640 nn 1 4096 2304 768 nn 1 2426 5810 378 nn 1 4486 1241 1104 nn 1 2304 2304 576 tn 1 \
         160 160 160 nt 100 5000 5000 5000 nt 1 1231 8172 4909 nn 1 ;;
+    tail-check)
+      step "the cut into whole waves and a tail, on (as is) against off, on shapes it was not set on"
+      # the plans it changes (model_variant_probe.py --dry --variants as_is,tail_off, computed before a
+      # GPU is lent): 27 random shapes of seeds 24-33 (--random 120 each), then the wide and
+      # held-out suites' shapes the first run (tail) did not time, 1500^3 nn (gemmlab choose's nearest
+      # example) and the transformer suite's 4096x1536x512 tt
+      fixed_variants ${TAIL_VARIANTS:-as_is,tail_off} tail-check.txt 300 44 \
+        2927 1676 932 nt 1 592 3520 592 tn 1 3553 1264 2732 tt 1 824 3200 800 nn 1 3764 1253 1117 tn 1 \
+        2456 3536 1809 nt 1 2124 2148 3843 tt 1 3856 1675 1381 tn 1 800 2805 719 tn 1 2045 3536 1336 tt 1 \
+        2896 1897 572 tt 1 1511 3951 1276 nn 1 2715 1799 1076 nt 1 3684 2795 2043 nn 1 2725 3755 2495 tn 1 \
+        675 3764 1901 tt 1 3520 2511 1457 nn 1 543 3997 3983 tt 1 2001 2852 1025 nt 1 1077 2515 4008 nn 1 \
+        2281 2064 1316 nt 1 2584 2276 2644 nt 1 2420 945 616 nt 1 3165 3268 572 nn 1 2276 2448 2920 tn 1 \
+        2073 2399 1371 tt 1 2536 3603 1524 nt 1 \
+        8192 2304 768 nt 1 2048 3072 2048 nn 1 3001 1999 777 nn 1 4096 2304 768 nt 1 4096 2304 768 tt 1 \
+        2900 2901 2903 nt 1 2900 2901 2903 tt 1 5000 5000 5000 tt 1 2560 2560 640 nt 1 2560 2560 640 tt 1 \
+        1500 1500 1500 nn 1 4096 1536 512 tt 1 ;;
     tune-transposed)
       step "tune the layouts the wide suite's nn/nt entries run in with A transposed (runner.transposed_jobs; ships gemmlab/tune/tables)"
       # the entries the tuner adds to the suite's own (15 on 2026-12-07), derived on the CPU so they cannot drift

@@ -103,10 +103,13 @@ VARIANTS = {
     # is as_is now and tuned_slack_off the entry taken wherever its bucket matches); random shapes
     # in tuned buckets (--in-buckets)
     # a transposed A where only the call's own layout is tuned (choice.A_TRANSPOSE_WITHOUT_ITS_ENTRY)
-    # wave quantization answered in the plan (choice.TAIL_MIN_GAIN): where the heuristic decides; also
-    # over the tuned neighbours' plan (TAIL_OVER_NEAREST)
-    "tail105": ((choice, "TAIL_MIN_GAIN", 1.05),),
-    "tail105n": ((choice, "TAIL_MIN_GAIN", 1.05), (choice, "TAIL_OVER_NEAREST", True)),
+    # wave quantization answered in the plan (choice.TAIL_MIN_GAIN; the runtime's 1.05 over the
+    # heuristic's and the neighbours' plans, K >= 512, one matrix, since the twenty-fourth session):
+    # off; where the heuristic decides only; without the K and batch bounds (the first run's tail105n)
+    "tail_off": ((choice, "TAIL_MIN_GAIN", None),),
+    "tail105": ((choice, "TAIL_MIN_GAIN", 1.05), (choice, "TAIL_OVER_NEAREST", False)),
+    "tail105n": ((choice, "TAIL_MIN_GAIN", 1.05), (choice, "TAIL_OVER_NEAREST", True), (choice, "TAIL_MIN_K", 0),
+                 (choice, "TAIL_BATCHED", True)),
     "at_entry": ((choice, "A_TRANSPOSE_WITHOUT_ITS_ENTRY", None),),  # the rule before the twenty-second session
     "at_heuristic": ((choice, "A_TRANSPOSE_WITHOUT_ITS_ENTRY", "heuristic"),),
     "at_tile": ((choice, "A_TRANSPOSE_WITHOUT_ITS_ENTRY", "tile"),),
@@ -215,10 +218,17 @@ def tail_key(t) -> tuple:
     return () if t is None else (t.axis, t.start, t.spec.id, tuple(sorted(t.config.items())), t.split_k)
 
 
+def tile(config) -> str:
+    """A config's tile, BMxBN, or its items where it has none (the skinny kernel's)."""
+    if "block_m" in config:
+        return f"{config['block_m']}x{config['block_n']}"
+    return ",".join(f"{k}={v}" for k, v in sorted(config.items()))
+
+
 def describe(c) -> str:
     t = c.tail
-    cut = f" +{t.axis}{t.start}:{t.config['block_m']}x{t.config['block_n']}s{t.split_k}" if t is not None else ""
-    return (f"{c.spec.id} {c.config['block_m']}x{c.config['block_n']} s{c.split_k}{cut}{' rp' if c.repack else ''}"
+    cut = f" +{t.axis}{t.start}:{tile(t.config)}s{t.split_k}" if t is not None else ""
+    return (f"{c.spec.id} {tile(c.config)} s{c.split_k}{cut}{' rp' if c.repack else ''}"
             f"{' aT' if c.a_transpose else ''} {c.source}")
 
 

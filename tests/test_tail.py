@@ -1,7 +1,7 @@
 """Wave quantization answered in the plan (plan.Tail): D's rows or columns cut into a first part of
 whole waves of one tile and a tail with a plan of its own, two GEMM kernels on views of the same
 operands. CPU: the views' offsets (Problem.part), the waves model's cut (model.tail_split), when
-the heuristic takes it (choice.TAIL_MIN_GAIN, off by default) and what `gemmlab choose` says. GPU:
+the heuristic takes it (choice.TAIL_MIN_GAIN and its bounds) and what `gemmlab choose` says. GPU:
 plans with a cut, every layout, odd shapes, batched, a separate c, c in place, against float64."""
 from dataclasses import replace
 
@@ -80,6 +80,7 @@ def test_tail_split_none_where_no_tile_runs_a_quantized_wave():
 
 
 def test_heuristic_takes_the_cut_only_when_on_and_worth_it(monkeypatch):
+    monkeypatch.setattr(choice, "TAIL_MIN_K", 0)  # K = 448: below the runtime's bound (the test after)
     p = _dense(2789, 8100, 448)
     monkeypatch.setattr(choice, "TAIL_MIN_GAIN", None)
     assert choose(p, H200, _no_table()).tail is None
@@ -89,8 +90,11 @@ def test_heuristic_takes_the_cut_only_when_on_and_worth_it(monkeypatch):
     assert c.tail == Tail(cut.axis, cut.start, cut.rest.candidate.spec(), cut.rest.candidate.config(),
                           cut.rest.split_k)
     assert c.split_k == 1 and c.config == cut.first.candidate.config() and c.source == "heuristic"
+    single = model.rank(2789, 8100, 448, 1, H200)[0]
     assert c.describe()["tail"] == {"axis": cut.axis, "start": cut.start, "stage": "s11",
-                                    "config": cut.rest.candidate.config(), "split_k": cut.rest.split_k}
+                                    "config": cut.rest.candidate.config(), "split_k": cut.rest.split_k,
+                                    "us": round(cut.seconds * 1e6, 1), "single_us": round(single.seconds * 1e6, 1)}
+    assert cut.seconds * choice.TAIL_MIN_GAIN <= single.seconds
     monkeypatch.setattr(choice, "TAIL_MIN_GAIN", 10.0)  # no cut is that much faster
     assert choose(p, H200, _no_table()).tail is None
     monkeypatch.setattr(choice, "TAIL_MIN_GAIN", 1.0)
@@ -104,10 +108,44 @@ def test_heuristic_takes_the_cut_only_when_on_and_worth_it(monkeypatch):
     assert choice.tail_cut(odd, H200, model.rank(2789, 8099, 449, 1, H200), False, True) is None
 
 
+def test_the_cut_is_on_by_default_within_its_k_and_batch_bounds(monkeypatch):
+    """On as shipped (TAIL_MIN_GAIN 1.05, also over the neighbours' plan), from K = TAIL_MIN_K on
+    and for one matrix only; each bound lifted gives the cut back."""
+    assert choice.TAIL_MIN_GAIN is not None and choice.TAIL_OVER_NEAREST
+    assert choice.TAIL_MIN_K > 448 and not choice.TAIL_BATCHED
+    assert choose(_dense(2789, 8100, 448), H200, _no_table()).tail is None          # K below the bound
+    assert choose(_dense(2789, 8100, choice.TAIL_MIN_K), H200, _no_table()).tail is not None
+    monkeypatch.setattr(choice, "TAIL_MIN_K", 0)
+    assert choose(_dense(2789, 8100, 448), H200, _no_table()).tail is not None
+    # batched: 160^3 x 100 is cut only where TAIL_BATCHED allows it
+    batched = _dense(160, 160, 160, "nt", batch=100)
+    ranked = model.rank(160, 160, 160, 100, H200)
+    assert model.tail_split(160, 160, 160, 100, H200, ranked=ranked) is not None
+    assert choice.tail_cut(batched, H200, ranked, True, True) is None
+    monkeypatch.setattr(choice, "TAIL_BATCHED", True)
+    monkeypatch.setattr(choice, "TAIL_MIN_GAIN", 1.0)
+    assert choice.tail_cut(batched, H200, ranked, True, True) is not None
+
+
+def test_the_cut_over_the_neighbours_plan_follows_tail_over_nearest(monkeypatch):
+    """5000^3 nn on the H200's shipped table: its tuned neighbours choose the tile; the cut is taken
+    over their plan only with TAIL_OVER_NEAREST."""
+    from gemmlab.heuristics.table import identity as ident
+
+    h200 = ident("NVIDIA H200", "sm_90", "nvrtc-13.0")
+    p = _dense(5000, 5000, 5000)
+    on = choose(p, H200, h200)
+    assert on.source == "nearest" and on.tail is not None and on.split_k == 1
+    monkeypatch.setattr(choice, "TAIL_OVER_NEAREST", False)
+    off = choose(p, H200, h200)
+    assert off.source == "nearest" and off.tail is None
+
+
 def test_choose_cli_says_where_the_cut_is(monkeypatch):
     from gemmlab.analysis import choose as choose_mod
 
     monkeypatch.setattr(choice, "TAIL_MIN_GAIN", 1.05)
+    monkeypatch.setattr(choice, "TAIL_MIN_K", 0)
     rep = choose_mod.report(2789, 8100, 448, 1, "nn", gpu_name="no such GPU")
     t = rep["choice"]["tail"]
     text = choose_mod.format_text(rep)

@@ -73,10 +73,6 @@ def report(M: int, N: int, K: int, batch: int = 1, layout: str = "nn", *, gpu_na
            "ranking": []}
     if c.tail is not None:
         out["choice"]["tail"]["label"] = _label(c.tail.spec.id, c.tail.config, gpu.cc)
-        ranked = model.rank(M, N, K, batch, gpu)
-        cut = model.tail_split(M, N, K, batch, gpu, ranked=ranked)
-        if cut is not None and (cut.axis, cut.start) == (c.tail.axis, c.tail.start):
-            out["choice"]["tail"].update(us=round(cut.seconds * 1e6, 1), single_us=round(ranked[0].seconds * 1e6, 1))
     if c.source == "tuned":
         for lay, al in ((seen.layout, aligned or c.repack), (p.layout, p_aligned or c.repack)):
             e = table.lookup(ident, M, N, K, batch, lay, al)
@@ -158,11 +154,12 @@ def format_text(rep: dict) -> str:
     if c.get("tail"):
         t = c["tail"]
         what = "rows" if t["axis"] == "m" else "columns"
+        replaced = "the neighbours' plan" if rep["why"].get("step") == "nearest" else "the best single plan"
         lines[-1] += f", on D's {what} before {t['start']} (whole waves)"
         lines.append(f"  then D's {what} from {t['start']} on: {t['stage']} {t['label']}"
                      + (f", split-K {t['split_k']}" if t["split_k"] > 1 else "")
                      + (f" (choice.TAIL_MIN_GAIN: the waves model's cut, {t['us']} us against {t['single_us']} us "
-                        "for the best single plan)" if "us" in t else ""))
+                        f"for {replaced})" if "us" in t else ""))
     why = rep["why"]
     if why.get("step") == "tuned":
         e = why["entry"]

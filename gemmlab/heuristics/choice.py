@@ -109,18 +109,29 @@ TUNED_MODEL_SLACK = 1.15
 # the H200 table's plans, the 12 of the 15 plans it changes among the held-out, wide and own suites
 # that the H100 had also run as the heuristic's (a53f429, no table) ran 1-10% faster with A
 # transposed, none slower (geometric mean +4.8%; 256x8192x4096 nt 0.878 -> 0.942 of cuBLAS,
-# 2047x2049x511 nt 0.852 -> 0.938; results/h100/logs/5bdc074/README.md). Not yet timed on an H200.
+# 2047x2049x511 nt 0.852 -> 0.938; results/h100/logs/5bdc074/README.md). Timed as an A/B in one run
+# (twenty-fourth session, H100, results/h100/logs/c4c99f5): over those 15 plans 0.989 of cuBLAS
+# against 0.956 for None and 0.982 for "tile". Not yet timed on an H200.
 A_TRANSPOSE_WITHOUT_ITS_ENTRY = "heuristic"
 # Wave quantization answered in the plan (model.tail_split): where the heuristic decides (no tuned
-# entry, no neighbour) on operands TMA takes, and the waves model puts a cut of D's rows or columns
-# into whole waves of one tile plus a tail with its own plan (two kernels) at least this much faster
-# than the best single plan, the plan makes that cut (plan.Tail). None: never. Off until measured:
-# the variants ``tail105`` and ``tail105n`` of scripts/model_variant_probe.py (h200_run.sh tail).
-TAIL_MIN_GAIN = None
+# entry) on operands TMA takes, and the waves model puts a cut of D's rows or columns into whole
+# waves of one tile plus a tail with its own plan (two kernels) at least this much faster than the
+# best single plan, the plan makes that cut (plan.Tail). None: never. 1.05 since the twenty-fourth
+# session: on an H100 running the H200 table's plans (h200_run.sh tail, results/h100/logs/c4c99f5),
+# the 10 single-matrix plans with K >= 512 it changed among 13 ran 1.03-1.16x faster (5000^3 nn
+# 1.010 -> 1.085 of cuBLAS, 2900x2901x2903 0.986 -> 1.117, 4096x2304x768 0.943 -> 1.097).
+TAIL_MIN_GAIN = 1.05
 # With TAIL_MIN_GAIN on, also where the tuned neighbours chose the tile: the cut is taken where the
 # waves model puts it that much below the neighbours' plan (the model's time for their tile and
-# split-K here).
-TAIL_OVER_NEAREST = False
+# split-K here). On since the twenty-fourth session: 7 of the 10 plans above were the neighbours'.
+TAIL_OVER_NEAREST = True
+# No cut below this K: at K = 378 the cut's 128x256 first part (the model overrates a large tile over
+# a short K: its prologue and epilogue) ran 0.85x the neighbours' 64x128 (2426x5810x378 nn); at
+# K = 448 it gained 3% (2789x8099x448 nn), from K = 576 on 6-13%.
+TAIL_MIN_K = 512
+# Nor on batched problems (False): the cut then splits every matrix, and small ones leave a sliver
+# (160x160x160x100 nt: 128 rows, then 32) that ran 0.90x the single plan.
+TAIL_BATCHED = False
 
 
 def should_repack(p: Problem) -> bool:
@@ -335,7 +346,7 @@ def choose(p: Problem, gpu: model.Gpu, ident: dict, *, allow_workspace: bool = T
                                    near.split_k, gpu)
             cut = tail_cut(p, gpu, [theirs] + ranked, aligned, allow_workspace, config)
             if cut is not None:
-                return _with_tail(cut, near.repack, "nearest", near.a_transpose)
+                return _with_tail(cut, theirs.seconds, near.repack, "nearest", near.a_transpose)
         return near
 
     # 4. Heuristic (on operands TMA cannot take, the model runs the stand-in the plan builds for the
@@ -345,26 +356,31 @@ def choose(p: Problem, gpu: model.Gpu, ident: dict, *, allow_workspace: bool = T
     best = ranked[0]
     cut = tail_cut(p, gpu, ranked, aligned, allow_workspace, config)
     if cut is not None:
-        return _with_tail(cut, repack, "heuristic", a_t)
+        return _with_tail(cut, best.seconds, repack, "heuristic", a_t)
     spec = best.candidate.spec()
     cfg = with_config(spec, best.candidate.config(), config)
     return Choice(spec, cfg, best.split_k, repack, "heuristic", a_t)
 
 
-def _with_tail(cut: model.TailSplit, repack: bool, source: str, a_transpose: bool) -> Choice:
-    """The Choice that runs ``cut``: its first part's tile (no split-K), then its tail."""
+def _with_tail(cut: model.TailSplit, single_seconds: float, repack: bool, source: str, a_transpose: bool) -> Choice:
+    """The Choice that runs ``cut``: its first part's tile (no split-K), then its tail (with the
+    model's times for the cut and for the single plan it replaces, ``single_seconds``)."""
     first, rest = cut.first.candidate, cut.rest.candidate
-    tail = Tail(cut.axis, cut.start, rest.spec(), rest.config(), cut.rest.split_k)
+    tail = Tail(cut.axis, cut.start, rest.spec(), rest.config(), cut.rest.split_k,
+                predicted=(cut.seconds, single_seconds))
     return Choice(first.spec(), first.config(), 1, repack, source, a_transpose, tail=tail)
 
 
 def tail_cut(p: Problem, gpu: model.Gpu, ranked: list, aligned: bool, allow_workspace: bool, config=None):
     """The waves model's cut of ``p`` into whole waves and a tail (model.TailSplit) where
     TAIL_MIN_GAIN takes it: on, operands TMA takes (or their copies), a second kernel allowed
-    (``allow_workspace``), no caller's config, and the cut's predicted time at least that much
+    (``allow_workspace``), no caller's config, K at least TAIL_MIN_K, one matrix (TAIL_BATCHED),
+    and the cut's predicted time at least that much
     below ``ranked[0]``'s (the plan it would replace); else None. The first part's tiles are
     ``ranked``'s best (model.tail_split)."""
-    if TAIL_MIN_GAIN is None or not aligned or not allow_workspace or config or p.K <= 0:
+    if TAIL_MIN_GAIN is None or not aligned or not allow_workspace or config or p.K < max(TAIL_MIN_K, 1):
+        return None
+    if p.batch > 1 and not TAIL_BATCHED:
         return None
     cut = model.tail_split(p.M, p.N, p.K, p.batch, gpu, ranked=ranked)
     if cut is None or ranked[0].seconds < TAIL_MIN_GAIN * cut.seconds:
