@@ -475,6 +475,7 @@ def test_a_transpose_kept_without_its_entry(tmp_path, monkeypatch, mode):
     runs the entry's tile; likewise with only own-layout neighbours."""
     monkeypatch.setattr(heuristics.choice, "NEAREST_MODEL_SLACK", float("inf"))  # the vote alone (fake_table)
     monkeypatch.setattr(heuristics.choice, "A_TRANSPOSE_WITHOUT_ITS_ENTRY", mode)
+    monkeypatch.setattr(heuristics.choice, "TAIL_MIN_GAIN", None)  # no cut over the tile (tests/test_tail.py)
     monkeypatch.setenv("GEMMLAB_CACHE_DIR", str(tmp_path / "cache"))
     path = tmp_path / "t.json"
     monkeypatch.setenv("GEMMLAB_TUNING_DB", str(path))
@@ -817,12 +818,14 @@ def test_the_nearest_bound_rests_on_the_plans_the_h200_ran(monkeypatch):
     1.17-1.30x over its best; those take the plan `nearest_off` ran in variants-16/18.txt (every
     variant in one process), which measured faster on both seeds and no more than 10% slower on
     any shape. The tuned entries' own bound (TUNED_MODEL_SLACK, on since 2026-12-06: it moves the
-    logs' 1792x1792x1792 nt) is held at the logs' None."""
+    logs' 1792x1792x1792 nt) is held at the logs' None, and so is the cut into whole waves and a
+    tail (TAIL_MIN_GAIN, on since 2026-12-07)."""
     from pathlib import Path
 
     from gemmlab.heuristics import choice
 
     monkeypatch.setattr(choice, "TUNED_MODEL_SLACK", None)
+    monkeypatch.setattr(choice, "TAIL_MIN_GAIN", None)
 
     pb = load_script("probe_breakdown")
     mvp = load_script("model_variant_probe")
