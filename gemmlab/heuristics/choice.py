@@ -375,9 +375,8 @@ def tail_cut(p: Problem, gpu: model.Gpu, ranked: list, aligned: bool, allow_work
     """The waves model's cut of ``p`` into whole waves and a tail (model.TailSplit) where
     TAIL_MIN_GAIN takes it: on, operands TMA takes (or their copies), a second kernel allowed
     (``allow_workspace``), no caller's config, K at least TAIL_MIN_K, one matrix (TAIL_BATCHED),
-    and the cut's predicted time at least that much
-    below ``ranked[0]``'s (the plan it would replace); else None. The first part's tiles are
-    ``ranked``'s best (model.tail_split)."""
+    and the cut's predicted time at least that much below ``ranked[0]``'s (the plan it would
+    replace); else None. The first part's tiles are ``ranked``'s best (model.tail_split)."""
     if TAIL_MIN_GAIN is None or not aligned or not allow_workspace or config or p.K < max(TAIL_MIN_K, 1):
         return None
     if p.batch > 1 and not TAIL_BATCHED:
