@@ -340,7 +340,7 @@ def choose(p: Problem, gpu: model.Gpu, ident: dict, *, allow_workspace: bool = T
         near = nearest_choice(p, gpu, ident, aligned, allow_workspace=allow_workspace, repack=repack, config=config,
                               a_transpose=keep)
     if near is not None:
-        if TAIL_MIN_GAIN is not None and TAIL_OVER_NEAREST and aligned and near.tail is None:
+        if TAIL_OVER_NEAREST and _tail_allowed(p, aligned, allow_workspace, config):
             ranked = model.rank(M, N, K, batch, gpu, allow_split=allow_workspace)  # aligned: no stand-in
             theirs = model.predict(space.candidate_for(near.spec.id, near.config, gpu.cc), M, N, K, batch,
                                    near.split_k, gpu)
@@ -371,15 +371,20 @@ def _with_tail(cut: model.TailSplit, single_seconds: float, repack: bool, source
     return Choice(first.spec(), first.config(), 1, repack, source, a_transpose, tail=tail)
 
 
+def _tail_allowed(p: Problem, aligned: bool, allow_workspace: bool, config) -> bool:
+    """Whether a cut may be weighed at all (before any ranking is worked out for it): TAIL_MIN_GAIN
+    on, operands TMA takes (or their copies), a second kernel allowed, no caller's config, K at
+    least TAIL_MIN_K, one matrix unless TAIL_BATCHED."""
+    return (TAIL_MIN_GAIN is not None and aligned and allow_workspace and not config
+            and p.K >= max(TAIL_MIN_K, 1) and (p.batch == 1 or TAIL_BATCHED))
+
+
 def tail_cut(p: Problem, gpu: model.Gpu, ranked: list, aligned: bool, allow_workspace: bool, config=None):
     """The waves model's cut of ``p`` into whole waves and a tail (model.TailSplit) where
-    TAIL_MIN_GAIN takes it: on, operands TMA takes (or their copies), a second kernel allowed
-    (``allow_workspace``), no caller's config, K at least TAIL_MIN_K, one matrix (TAIL_BATCHED),
-    and the cut's predicted time at least that much below ``ranked[0]``'s (the plan it would
-    replace); else None. The first part's tiles are ``ranked``'s best (model.tail_split)."""
-    if TAIL_MIN_GAIN is None or not aligned or not allow_workspace or config or p.K < max(TAIL_MIN_K, 1):
-        return None
-    if p.batch > 1 and not TAIL_BATCHED:
+    TAIL_MIN_GAIN takes it: where a cut is allowed (_tail_allowed), and its predicted time at
+    least that much below ``ranked[0]``'s (the plan it would replace); else None. The first
+    part's tiles are ``ranked``'s best (model.tail_split)."""
+    if not _tail_allowed(p, aligned, allow_workspace, config):
         return None
     cut = model.tail_split(p.M, p.N, p.K, p.batch, gpu, ranked=ranked)
     if cut is None or ranked[0].seconds < TAIL_MIN_GAIN * cut.seconds:
