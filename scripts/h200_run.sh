@@ -229,6 +229,12 @@ for what in "$@"; do
         8192 2304 768 nt 1 2048 3072 2048 nn 1 3001 1999 777 nn 1 4096 2304 768 nt 1 4096 2304 768 tt 1 \
         2900 2901 2903 nt 1 2900 2901 2903 tt 1 5000 5000 5000 tt 1 2560 2560 640 nt 1 2560 2560 640 tt 1 \
         1500 1500 1500 nn 1 4096 1536 512 tt 1 ;;
+    tail-guard)
+      step "the cut's first tile at most twice the replaced plan's below TAIL_LARGER_TILE_MIN_K: as is against without"
+      # the one plan of 1800 random shapes (seeds 24-33, 40-44) the bound changes, and the 4x larger
+      # tile at K = 768 it leaves cut
+      fixed_variants ${TAIL_VARIANTS:-as_is,tail_any_tile} tail-guard.txt 120 6 \
+        2896 1897 572 tt 1 4096 2304 768 tt 1 ;;
     tune-transposed)
       step "tune the layouts the wide suite's nn/nt entries run in with A transposed (runner.transposed_jobs; ships gemmlab/tune/tables)"
       # the entries the tuner adds to the suite's own (15 on 2026-12-07), derived on the CPU so they cannot drift

@@ -109,7 +109,9 @@ VARIANTS = {
     "tail_off": ((choice, "TAIL_MIN_GAIN", None),),
     "tail105": ((choice, "TAIL_MIN_GAIN", 1.05), (choice, "TAIL_OVER_NEAREST", False)),
     "tail105n": ((choice, "TAIL_MIN_GAIN", 1.05), (choice, "TAIL_OVER_NEAREST", True), (choice, "TAIL_MIN_K", 0),
-                 (choice, "TAIL_BATCHED", True)),
+                 (choice, "TAIL_BATCHED", True), (choice, "TAIL_LARGER_TILE_MIN_K", 0)),
+    # the cut as the first tail-check timed it: its first tile any size at any K >= TAIL_MIN_K
+    "tail_any_tile": ((choice, "TAIL_LARGER_TILE_MIN_K", 0),),
     "at_entry": ((choice, "A_TRANSPOSE_WITHOUT_ITS_ENTRY", None),),  # the rule before the twenty-second session
     "at_heuristic": ((choice, "A_TRANSPOSE_WITHOUT_ITS_ENTRY", "heuristic"),),
     "at_tile": ((choice, "A_TRANSPOSE_WITHOUT_ITS_ENTRY", "tile"),),

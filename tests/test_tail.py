@@ -141,6 +141,26 @@ def test_the_cut_over_the_neighbours_plan_follows_tail_over_nearest(monkeypatch)
     assert off.source == "nearest" and off.tail is None
 
 
+def test_below_its_k_the_cut_keeps_a_tile_at_most_twice_the_plans_it_replaces(monkeypatch):
+    """2896x1897x572 tt on the H200's shipped table (measured 0.90x with the cut): the neighbours'
+    64x128 would give way to a first part of 128x256, four times its elements, at K = 572, below
+    TAIL_LARGER_TILE_MIN_K; without the bound it is cut. From that K on the same cut is allowed."""
+    from gemmlab.heuristics.table import identity as ident
+
+    h200 = ident("NVIDIA H200", "sm_90", "nvrtc-13.0")
+    assert 572 < choice.TAIL_LARGER_TILE_MIN_K
+    kept = choose(_dense(2896, 1897, 572, "tt"), H200, h200)
+    assert kept.source == "nearest" and kept.tail is None
+    monkeypatch.setattr(choice, "TAIL_LARGER_TILE_MIN_K", 0)
+    cut = choose(_dense(2896, 1897, 572, "tt"), H200, h200)
+    assert cut.tail is not None
+    first = cut.config["block_m"] * cut.config["block_n"]
+    assert first > 2 * kept.config["block_m"] * kept.config["block_n"]
+    # the bound is on K alone: the same ranking at K = TAIL_LARGER_TILE_MIN_K keeps the cut
+    monkeypatch.setattr(choice, "TAIL_LARGER_TILE_MIN_K", 572)
+    assert choose(_dense(2896, 1897, 572, "tt"), H200, h200).tail is not None
+
+
 def test_choose_cli_says_where_the_cut_is(monkeypatch):
     from gemmlab.analysis import choose as choose_mod
 

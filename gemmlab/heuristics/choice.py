@@ -132,6 +132,13 @@ TAIL_MIN_K = 512
 # Nor on batched problems (False): the cut then splits every matrix, and small ones leave a sliver
 # (160x160x160x100 nt: 128 rows, then 32) that ran 0.90x the single plan.
 TAIL_BATCHED = False
+# Below this K the cut's first part may not use a tile of more than twice the elements of the plan
+# it replaces: the model overrates a large tile over a short K. Checked on shapes the bounds above
+# were not set on (h200_run.sh tail-check, 39 shapes, H100, results/h100/logs/3cd0cad): the cut
+# ran 1.002 of cuBLAS against 0.924 without it, but its 128x256 over the neighbours' 64x128 at
+# K = 572 ran 0.90x (2896x1897x572 tt); the same 4x larger tile gained 7% at K = 768
+# (4096x2304x768 tt), as 2x did at K = 932 (2927x1676x932 nt).
+TAIL_LARGER_TILE_MIN_K = 768
 
 
 def should_repack(p: Problem) -> bool:
@@ -382,8 +389,9 @@ def _tail_allowed(p: Problem, aligned: bool, allow_workspace: bool, config) -> b
 def tail_cut(p: Problem, gpu: model.Gpu, ranked: list, aligned: bool, allow_workspace: bool, config=None):
     """The waves model's cut of ``p`` into whole waves and a tail (model.TailSplit) where
     TAIL_MIN_GAIN takes it: where a cut is allowed (_tail_allowed), and its predicted time at
-    least that much below ``ranked[0]``'s (the plan it would replace); else None. The first
-    part's tiles are ``ranked``'s best (model.tail_split)."""
+    least that much below ``ranked[0]``'s (the plan it would replace), and below
+    TAIL_LARGER_TILE_MIN_K its first part's tile at most twice ``ranked[0]``'s; else None. The
+    first part's tiles are ``ranked``'s best (model.tail_split)."""
     if not _tail_allowed(p, aligned, allow_workspace, config):
         return None
     cut = model.tail_split(p.M, p.N, p.K, p.batch, gpu, ranked=ranked)
@@ -391,4 +399,12 @@ def tail_cut(p: Problem, gpu: model.Gpu, ranked: list, aligned: bool, allow_work
         return None
     if not (cut.first.candidate.spec().aligned_path and cut.rest.candidate.spec().aligned_path):
         return None
+    if p.K < TAIL_LARGER_TILE_MIN_K and _elements(cut.first) > 2 * _elements(ranked[0]):
+        return None
     return cut
+
+
+def _elements(pred) -> int:
+    """The elements of D one block of a prediction's tile holds."""
+    bm, bn = pred.candidate.tile()
+    return bm * bn
