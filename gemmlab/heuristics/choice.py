@@ -119,7 +119,9 @@ A_TRANSPOSE_WITHOUT_ITS_ENTRY = "heuristic"
 # best single plan, the plan makes that cut (plan.Tail). None: never. 1.05 since the twenty-fourth
 # session: on an H100 running the H200 table's plans (h200_run.sh tail, results/h100/logs/c4c99f5),
 # the 10 single-matrix plans with K >= 512 it changed among 13 ran 1.03-1.16x faster (5000^3 nn
-# 1.010 -> 1.085 of cuBLAS, 2900x2901x2903 0.986 -> 1.117, 4096x2304x768 0.943 -> 1.097).
+# 1.010 -> 1.085 of cuBLAS, 2900x2901x2903 0.986 -> 1.117, 4096x2304x768 0.943 -> 1.097). Checked
+# on 39 shapes the bounds below were not set on (twenty-fifth session, results/h100/logs/3cd0cad):
+# 1.002 of cuBLAS against 0.924 off, one loss (TAIL_LARGER_TILE_MIN_K).
 TAIL_MIN_GAIN = 1.05
 # With TAIL_MIN_GAIN on, also where the tuned neighbours chose the tile: the cut is taken where the
 # waves model puts it that much below the neighbours' plan (the model's time for their tile and
