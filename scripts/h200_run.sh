@@ -235,6 +235,10 @@ for what in "$@"; do
       # tile at K = 768 it leaves cut
       fixed_variants ${TAIL_VARIANTS:-as_is,tail_any_tile} tail-guard.txt 120 6 \
         2896 1897 572 tt 1 4096 2304 768 tt 1 ;;
+    batched-tiles)
+      step "small batched GEMMs: s11 tiles at more blocks per SM against the heuristic's 64x64 x3"
+      (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout ${VARIANT_LIMIT:-300} python3 batched_tile_probe.py 2>&1 \
+        | grep -v -i warn | tee "$RES/batched-tiles.txt" | tail -40) ;;
     tune-transposed)
       step "tune the layouts the wide suite's nn/nt entries run in with A transposed (runner.transposed_jobs; ships gemmlab/tune/tables)"
       # the entries the tuner adds to the suite's own (15 on 2026-12-07), derived on the CPU so they cannot drift
