@@ -15,11 +15,16 @@ each shape's tile, each split as the plan runs it, in a cluster where ``model.in
 and logs of scripts/small_tile_probe.py theirs (``--small-tile FILE``: every tile of the space it
 timed, at each split).
 
+``--last-wave`` scores model.LAST_WAVE_RESIDENCY off and on (with EPILOGUE_EXPOSURE 0 and 2), and
+``--batched FILE[,FILE]`` adds logs of scripts/batched_tile_probe.py (every tile of the space it
+timed, no split).
+
 ``--epilogue`` sweeps model.EPILOGUE_EXPOSURE and model.BLOCK_OVERHEAD_S instead, and prints next
 to the regret how well the model's times match the measured ones: the spread (standard deviation)
 of log(measured / predicted) over every candidate, and their ratio's geometric mean. ``--by-k``
 prints measured / predicted per tile and slice length over all the sets.
-    python3 scripts/model_fit.py [--probe FILE] [--occupancy FILE[,FILE]] [--small-tile FILE] [--epilogue | --by-k]"""
+    python3 scripts/model_fit.py [--probe FILE] [--occupancy FILE[,FILE]] [--small-tile FILE] [--batched FILE[,FILE]]
+                                 [--epilogue | --by-k | --last-wave]"""
 import itertools
 import json
 import math
@@ -88,6 +93,31 @@ def listing_cases(path):
         label = m and LISTING_LABELS.get(m.group(1), m.group(1))
         if m and cur and label in by_label:
             cur[7].append((by_label[label], int(m.group(2)), float(m.group(3)) / 1e3))
+    return [c for c in out if len(c[7]) > 1]
+
+
+# batched_tile_probe.py's labels of the space's tiles
+BATCHED_LABELS = {"64x64 x3 (space)": "64x64 w32x32 x3", "32x64 x4 (space)": "32x64 w16x32 x4",
+                  "64x128 bk16 ku1 x3": "64x128 w32x64 bk16 ku1 x3", "128x64 bk16 ku1 x3": "128x64 w64x32 bk16 ku1 x3",
+                  "128x128 w32x64 x2": "128x128 w32x64 x2"}
+
+
+def batched_cases(paths):
+    """From batched_tile_probe.py logs: per shape ("== MxNxKxB layout: cuBLAS ..."), the space's
+    tiles it timed (no split), and auto's kernel where it is one of the space's tiles at split 1."""
+    by_label = {c.label: c for c in space.candidates(90)}
+    out, cur = [], None
+    for path in paths:
+        for line in Path(path).read_text().splitlines():
+            m = re.match(r"== (\d+)x(\d+)x(\d+)x(\d+) (\w\w):", line)
+            if m:
+                M, N, K, B = map(int, m.group(1, 2, 3, 4))
+                cur = (f"{M}x{N}x{K}x{B} {m.group(5)}", M, N, K, B, True, True, [])
+                out.append(cur)
+                continue
+            m = re.match(r"\s+(.+?)\s+([\d.]+) us\s+cuBLAS/it", line)
+            if m and cur and BATCHED_LABELS.get(m.group(1)) in by_label:
+                cur[7].append((by_label[BATCHED_LABELS[m.group(1)]], 1, float(m.group(2)) / 1e3))
     return [c for c in out if len(c[7]) > 1]
 
 
@@ -179,8 +209,15 @@ def main():
         cases["occupancy"] = occupancy_cases(sys.argv[sys.argv.index("--occupancy") + 1].split(","))
     if "--small-tile" in sys.argv:
         cases["small-tile"] = listing_cases(sys.argv[sys.argv.index("--small-tile") + 1])
+    if "--batched" in sys.argv:
+        cases["batched"] = batched_cases(sys.argv[sys.argv.index("--batched") + 1].split(","))
     if "--epilogue" in sys.argv:
         return sweep_epilogue(cases)
+    if "--last-wave" in sys.argv:
+        print("  last  epi  " + "  ".join(f"{k} ({len(v)}): regret gmean / max / spread / meas:pred" for k, v in cases.items()))
+        grid = [{"LAST_WAVE_RESIDENCY": on, "EPILOGUE_EXPOSURE": x} for x in (0.0, 2.0) for on in (False, True)]
+        return sweep(cases, grid, lambda p: f"  {'on ' if p['LAST_WAVE_RESIDENCY'] else 'off'}  {p['EPILOGUE_EXPOSURE']:3.1f}  ",
+                     lambda sc: f"{sc[0]:.4f} / {sc[1]:.2f} / {sc[3]:.3f} / {sc[4]:.2f}", 48)
     if "--by-k" in sys.argv:
         return by_k_slice([c for v in cases.values() for c in v])
     # the occupancy exponent of aligned and of unaligned problems moved together

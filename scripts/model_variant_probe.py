@@ -112,6 +112,14 @@ VARIANTS = {
                  (choice, "TAIL_BATCHED", True), (choice, "TAIL_LARGER_TILE_MIN_K", 0)),
     # the cut as the first tail-check timed it: its first tile any size at any K >= TAIL_MIN_K
     "tail_any_tile": ((choice, "TAIL_LARGER_TILE_MIN_K", 0),),
+    # a partial last wave at the residency its blocks have (model.LAST_WAVE_RESIDENCY; off in the
+    # runtime): batched_tile_probe.py's shapes, where 128x64 x3 ran 1.21x the heuristic's 128x128 x2
+    "last_wave": ((model, "LAST_WAVE_RESIDENCY", True),),
+    # 32x64 x4 at a higher efficiency than the space's 0.30: the H200 table's shortlists rank better
+    # at 0.40-0.45 (scripts/model_fit.py: regret 1.0325 -> 1.0228 / 1.0219), measured 0.74x its
+    # predicted time at K <= 1024 there and ~0.6x on the H100's batched probe
+    "eff32x64_40": ((space, "SM90", _eff("32x64 w16x32 x4", 0.40)),),
+    "eff32x64_45": ((space, "SM90", _eff("32x64 w16x32 x4", 0.45)),),
     "at_entry": ((choice, "A_TRANSPOSE_WITHOUT_ITS_ENTRY", None),),  # the rule before the twenty-second session
     "at_heuristic": ((choice, "A_TRANSPOSE_WITHOUT_ITS_ENTRY", "heuristic"),),
     "at_tile": ((choice, "A_TRANSPOSE_WITHOUT_ITS_ENTRY", "tile"),),

@@ -59,6 +59,11 @@ OCCUPANCY_EXPONENT_UNALIGNED = 0.5
 # 14 and 7 of 139 choices it moves ran 0.906 -> 0.904 and 0.846 -> 0.937: not taken while one seed
 # is flat (docs/dispatch.md).
 EPILOGUE_EXPOSURE = 0.0
+# A grid longer than a wave whose last wave is partial: False, that wave costs a whole one (its SMs
+# at the first wave's residency); True, its SMs hold ceil(rest / SMs) blocks each and run them at
+# that occupancy (a tile of several blocks an SM finishes a short last wave sooner). Off in the
+# runtime; scripts/model_fit.py --last-wave scores it (docs/dispatch.md, "Small batched GEMMs").
+LAST_WAVE_RESIDENCY = False
 # Unaligned problems (``aligned=False``) with the problem at hand: the model counts the blocks per
 # SM, the tile and the cluster rule of the kernel the plan then runs (s11's s10 stand-in for that
 # problem, ``runs_as``), not of the space's candidate. They differ where the stand-in depends on the
@@ -123,14 +128,24 @@ def predict(cand: space.Candidate, M: int, N: int, K: int, batch: int, split_k: 
     # Blocks sharing an SM in the first wave; fewer than bps get more of it each, but fewer warps
     # hide less latency: the SM's rate falls like the square root of its occupancy. The efficiency
     # is the candidate's at its own blocks per SM: a stand-in holding fewer runs at that occupancy.
-    resident = min(bps, math.ceil(blocks / gpu.sms))
     eff = cand.efficiency * (1.0 if fits(cand, M, N, (bm, bn)) else OVERSIZED_EFFICIENCY)
-    occupancy = resident / max(bps, cand.blocks_per_sm())
-    sm_rate = eff * gpu.sm_flops * occupancy ** (OCCUPANCY_EXPONENT if aligned else OCCUPANCY_EXPONENT_UNALIGNED)
-    per_block = 2.0 * bm * bn * max(k_len, 1) / (sm_rate / resident) + BLOCK_OVERHEAD_S
-    if aligned and EPILOGUE_EXPOSURE:
-        per_block += EPILOGUE_EXPOSURE * 4.0 * bm * bn * resident * gpu.sms / gpu.bandwidth
-    seconds = math.ceil(waves) * per_block
+    exponent = OCCUPANCY_EXPONENT if aligned else OCCUPANCY_EXPONENT_UNALIGNED
+
+    def block_time(resident: int) -> float:
+        occupancy = resident / max(bps, cand.blocks_per_sm())
+        sm_rate = eff * gpu.sm_flops * occupancy ** exponent
+        t = 2.0 * bm * bn * max(k_len, 1) / (sm_rate / resident) + BLOCK_OVERHEAD_S
+        if aligned and EPILOGUE_EXPOSURE:
+            t += EPILOGUE_EXPOSURE * 4.0 * bm * bn * resident * gpu.sms / gpu.bandwidth
+        return t
+
+    per_block = block_time(min(bps, math.ceil(blocks / gpu.sms)))
+    full, rest = divmod(blocks, capacity)
+    if LAST_WAVE_RESIDENCY and full and rest:
+        # the last wave's SMs hold at most ceil(rest / SMs) blocks each, and run them faster
+        seconds = full * per_block + block_time(math.ceil(rest / gpu.sms))
+    else:
+        seconds = math.ceil(waves) * per_block
     if s > 1 and cluster and gpu.cc >= CLUSTER_MIN_CC and _adds_in_cluster(spec, cfg, M, N, s, batch, gpu.sms):
         seconds += math.ceil(waves) * CLUSTER_REDUCE_S
         if blocks > capacity:
