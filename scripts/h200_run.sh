@@ -239,6 +239,19 @@ for what in "$@"; do
       step "small batched GEMMs: s11 tiles at more blocks per SM against the heuristic's 64x64 x3"
       (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout ${VARIANT_LIMIT:-300} python3 batched_tile_probe.py 2>&1 \
         | grep -v -i warn | tee "$RES/batched-tiles.txt" | tail -40) ;;
+    last-wave)
+      step "the model's last wave at its own residency (last_wave) and 32x64 x4 at efficiency 0.40, against as is"
+      # the plans they change (model_variant_probe.py --dry, computed before a GPU is lent): last_wave
+      # on the own suite and seeds 24-26, eff32x64_40 on seed 24. Rule written before the run: a
+      # variant is taken where its geometric mean over the plans it changes is above 1.0 and none of
+      # them runs more than 5% slower (docs/dispatch.md, "Small batched GEMMs").
+      fixed_variants ${LW_VARIANTS:-as_is,last_wave,eff32x64_40} last-wave.txt 300 30 \
+        384 384 384 nn 48 2304 2304 576 tn 1 2927 1676 932 nt 1 276 239 544 tt 64 640 189 132 nn 64 \
+        824 3200 800 nn 1 157 676 377 nt 64 149 275 185 nn 32 265 421 576 tt 64 1895 1325 640 nn 1 \
+        836 937 3340 tt 1 320 131 341 tt 32 \
+        204 185 464 tt 1 552 376 200 nt 1 152 175 1124 nt 1 104 248 1183 nn 1 801 217 183 nt 1 \
+        565 247 128 tt 1 96 1336 124 nt 1 143 232 100 tn 1 116 411 232 tt 1 324 748 247 tn 1 \
+        429 135 231 nt 1 180 100 393 tn 1 149 200 111 tt 1 492 204 132 tt 1 ;;
     tune-transposed)
       step "tune the layouts the wide suite's nn/nt entries run in with A transposed (runner.transposed_jobs; ships gemmlab/tune/tables)"
       # the entries the tuner adds to the suite's own (15 on 2026-12-07), derived on the CPU so they cannot drift
