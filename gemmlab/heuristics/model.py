@@ -128,22 +128,20 @@ def predict(cand: space.Candidate, M: int, N: int, K: int, batch: int, split_k: 
     # Blocks sharing an SM in the first wave; fewer than bps get more of it each, but fewer warps
     # hide less latency: the SM's rate falls like the square root of its occupancy. The efficiency
     # is the candidate's at its own blocks per SM: a stand-in holding fewer runs at that occupancy.
+    resident = min(bps, math.ceil(blocks / gpu.sms))
     eff = cand.efficiency * (1.0 if fits(cand, M, N, (bm, bn)) else OVERSIZED_EFFICIENCY)
     exponent = OCCUPANCY_EXPONENT if aligned else OCCUPANCY_EXPONENT_UNALIGNED
-
-    def block_time(resident: int) -> float:
-        occupancy = resident / max(bps, cand.blocks_per_sm())
-        sm_rate = eff * gpu.sm_flops * occupancy ** exponent
-        t = 2.0 * bm * bn * max(k_len, 1) / (sm_rate / resident) + BLOCK_OVERHEAD_S
-        if aligned and EPILOGUE_EXPOSURE:
-            t += EPILOGUE_EXPOSURE * 4.0 * bm * bn * resident * gpu.sms / gpu.bandwidth
-        return t
-
-    per_block = block_time(min(bps, math.ceil(blocks / gpu.sms)))
-    full, rest = divmod(blocks, capacity)
-    if LAST_WAVE_RESIDENCY and full and rest:
-        # the last wave's SMs hold at most ceil(rest / SMs) blocks each, and run them faster
-        seconds = full * per_block + block_time(math.ceil(rest / gpu.sms))
+    occupancy = resident / max(bps, cand.blocks_per_sm())
+    sm_rate = eff * gpu.sm_flops * occupancy ** exponent
+    compute = 2.0 * bm * bn * max(k_len, 1) / (sm_rate / resident)
+    epilogue = EPILOGUE_EXPOSURE * 4.0 * bm * bn * resident * gpu.sms / gpu.bandwidth if aligned else 0.0
+    per_block = compute + BLOCK_OVERHEAD_S + epilogue
+    if LAST_WAVE_RESIDENCY and blocks > capacity and blocks % capacity:
+        # the last wave's SMs hold ceil(rest / SMs) blocks each, q times the first wave's: a
+        # block's compute scales as q / occupancy ** exponent, its epilogue's share of the bandwidth as q
+        full, rest = divmod(blocks, capacity)
+        q = math.ceil(rest / gpu.sms) / resident
+        seconds = full * per_block + compute * q ** (1.0 - exponent) + BLOCK_OVERHEAD_S + epilogue * q
     else:
         seconds = math.ceil(waves) * per_block
     if s > 1 and cluster and gpu.cc >= CLUSTER_MIN_CC and _adds_in_cluster(spec, cfg, M, N, s, batch, gpu.sms):
