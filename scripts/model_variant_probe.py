@@ -118,6 +118,11 @@ VARIANTS = {
     # 32x64 x4 at a higher efficiency than the space's 0.30: the H200 table's shortlists rank better
     # at 0.40-0.45 (scripts/model_fit.py: regret 1.0325 -> 1.0228 / 1.0219), measured 0.74x its
     # predicted time at K <= 1024 there and ~0.6x on the H100's batched probe
+    # the epilogue term with the cut's K bounds lifted: does the model's own term refuse the cuts
+    # the bounds refuse (2426x5810x378, 2896x1897x572) and keep the others?
+    "epi2_tail_unbounded": ((model, "EPILOGUE_EXPOSURE", 2.0), (choice, "TAIL_MIN_K", 0),
+                            (choice, "TAIL_LARGER_TILE_MIN_K", 0)),
+    "tail_unbounded": ((choice, "TAIL_MIN_K", 0), (choice, "TAIL_LARGER_TILE_MIN_K", 0)),
     "eff32x64_40": ((space, "SM90", _eff("32x64 w16x32 x4", 0.40)),),
     "eff32x64_45": ((space, "SM90", _eff("32x64 w16x32 x4", 0.45)),),
     "at_entry": ((choice, "A_TRANSPOSE_WITHOUT_ITS_ENTRY", None),),  # the rule before the twenty-second session

@@ -306,3 +306,18 @@ def test_heldout_shapes_are_in_no_shipped_table():
     held = {table.bucket(*s) for s in suites.HELDOUT}
     assert len(suites.HELDOUT) >= 20 and not held & buckets
     assert not set(suites.HELDOUT) & set(suites.ISSUE9 + suites.SQUARES + suites.TRANSFORMER)
+
+
+def test_ran_text_says_where_a_plan_is_cut_and_what_its_tail_ran():
+    """A plan cut into whole waves and a tail (plan.Tail's description under "tail"): the sweep's
+    'ran' column names the cut and the tail's kernel; a plan without one reads as before."""
+    tile = lambda bm, bn: {"block_m": bm, "block_n": bn, "block_k": 32}  # noqa: E731
+    plan = {"stage": "s11", "config": tile(128, 256), "split_k": 1, "repack": True, "a_transpose": True,
+            "source": "nearest"}
+    assert report.ran_text(plan) == "s11 128x256 repack A^T (nearest)"
+    cut = {**plan, "tail": {"axis": "m", "start": 2816, "stage": "s11", "config": tile(32, 256), "split_k": 7}}
+    assert report.ran_text(cut) == "s11 128x256, m 2816+: 32x256 split 7 repack A^T (nearest)"
+    other = {**plan, "repack": False, "a_transpose": False,
+             "tail": {"axis": "n", "start": 1920, "stage": "s10", "config": tile(64, 128), "split_k": 1}}
+    assert report.ran_text(other) == "s11 128x256, n 1920+: s10 64x128 (nearest)"
+    assert report.ran_text(None) == "—"

@@ -267,21 +267,35 @@ def sweep_precision(doc: dict) -> str:
 
 
 def ran_text(cfg) -> str:
-    """What the auto row's plan ran, from its description: 's11 128x256 split 4 (tuned)'."""
+    """What the auto row's plan ran, from its description: 's11 128x256 split 4 (tuned)'; a plan
+    cut into whole waves and a tail (plan.Tail) says where and what the tail ran:
+    's11 128x256, m 2816+: 32x256 split 7 repack A^T (nearest)'."""
     if not isinstance(cfg, dict) or "stage" not in cfg:
         return "—"
-    inner = cfg.get("config") if isinstance(cfg.get("config"), dict) else {}
-    text = str(cfg["stage"])
-    if "block_m" in inner and "block_n" in inner:
-        text += f" {inner['block_m']}x{inner['block_n']}"
-    if (cfg.get("split_k") or 1) > 1:
-        text += f" split {cfg['split_k']}"
+    text = _kernel_text(cfg)
+    tail = cfg.get("tail")
+    if isinstance(tail, dict) and "stage" in tail:
+        tail_text = _kernel_text(tail)
+        if tail.get("stage") == cfg["stage"]:
+            tail_text = tail_text.removeprefix(f"{cfg['stage']} ")
+        text += f", {tail.get('axis', '?')} {tail.get('start', '?')}+: {tail_text}"
     if cfg.get("repack"):
         text += " repack"
     if cfg.get("a_transpose"):
         text += " A^T"
     if cfg.get("source"):
         text += f" ({cfg['source']})"
+    return text
+
+
+def _kernel_text(cfg: dict) -> str:
+    """'s11 128x256 split 4': a kernel's stage, tile and K slices from a plan's (or tail's) description."""
+    inner = cfg.get("config") if isinstance(cfg.get("config"), dict) else {}
+    text = str(cfg["stage"])
+    if "block_m" in inner and "block_n" in inner:
+        text += f" {inner['block_m']}x{inner['block_n']}"
+    if (cfg.get("split_k") or 1) > 1:
+        text += f" split {cfg['split_k']}"
     return text
 
 
