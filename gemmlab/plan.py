@@ -217,6 +217,13 @@ def copy_runs(rows: int, cols: int, batch: int, s_dst) -> int:
 
 _REDUCE_SRC = '#include "splitk_reduce.cuh"\n'
 _TRANSPOSE_SRC = '#include "transpose.cuh"\n'
+_TRANSPOSE64_SRC = '#include "transpose64.cuh"\n'
+# The transposing copy's kernel: 32, gemmlab_transpose (kernels/transpose.cuh: 32x32 tiles, grid-
+# strided); 64, gemmlab_transpose64 (kernels/transpose64.cuh: 64x64 tiles, 16 elements a thread a
+# barrier, no division).
+# 32 until the 64 is timed (scripts/model_variant_probe.py, variant transpose64; prediction in
+# docs/dispatch.md, "The copies").
+TRANSPOSE_TILE = 32
 _SPLIT_SRC = '#include "copy/split_tf32.cuh"\n'
 _FIXUP_SRC = '#include "stream_k_fixup.cuh"\n'
 
@@ -284,12 +291,18 @@ class _Builder:
 
     # -- K-major B into a row-major copy ------------------------------------------------------
     def transpose(self, label, src_ref, dst_ref, rows, cols, batch, src_bs, src_cs, dst_bs, dst_ld):
-        tiles = -(-rows // 32) * -(-cols // 32)
-        blocks = max(1, min(tiles, 132 * 16))
+        """gemmlab_transpose64 (a 64x64 tile a block, the grid over the tiles) where TRANSPOSE_TILE
+        is 64 and the tiles along ``cols`` fit a grid's y (65535); else gemmlab_transpose (32x32
+        tiles, a grid of at most 16 blocks an SM striding over them)."""
         kinds = ["ptr", "ptr"] + ["i64"] * 7
         values = [0, 0, rows, cols, batch, src_bs, src_cs, dst_bs, dst_ld]
-        self.add(label, _TRANSPOSE_SRC, "gemmlab_transpose", self.arch, (blocks, 1, min(batch, 65535)), 256, 0,
-                 kinds, values, [(0, *src_ref), (1, *dst_ref)])
+        if TRANSPOSE_TILE == 64 and -(-cols // 64) <= 65535:
+            src, name = _TRANSPOSE64_SRC, "gemmlab_transpose64"
+            grid = (max(1, -(-rows // 64)), max(1, -(-cols // 64)), min(batch, 65535))
+        else:
+            tiles = -(-rows // 32) * -(-cols // 32)
+            src, name, grid = _TRANSPOSE_SRC, "gemmlab_transpose", (max(1, min(tiles, 132 * 16)), 1, min(batch, 65535))
+        self.add(label, src, name, self.arch, grid, 256, 0, kinds, values, [(0, *src_ref), (1, *dst_ref)])
 
     # -- 3xTF32: an operand into K-major hi and lo copies --------------------------------------
     def split(self, label, src_ref, dst_ref, rows, cols, batch, src_bs, src_xs, src_ks, dst_bs, ld, lo_off):

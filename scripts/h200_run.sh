@@ -252,6 +252,17 @@ for what in "$@"; do
         204 185 464 tt 1 552 376 200 nt 1 152 175 1124 nt 1 104 248 1183 nn 1 801 217 183 nt 1 \
         565 247 128 tt 1 96 1336 124 nt 1 143 232 100 tn 1 116 411 232 tt 1 324 748 247 tn 1 \
         429 135 231 nt 1 180 100 393 tn 1 149 200 111 tt 1 492 204 132 tt 1 ;;
+    transpose64)
+      step "the transposing copy in 64x64 tiles (plan.TRANSPOSE_TILE 64) against the 32x32 kernel, ncu on two, GPU tests"
+      python3 -m pytest -m gpu -q -n 8 -p no:cacheprovider tests/test_plan.py -k "transpose" 2>&1 | tail -2 | tee "$RES/transpose64-tests.txt"
+      # plans that turn B or transpose A (nt, tt; A^T in nn), by size of copy against GEMM. Rule
+      # written before the run (docs/dispatch.md, "The copies"): taken if the geometric mean over
+      # them is above 1.0 and none runs more than 2% slower.
+      fixed_variants ${T64_VARIANTS:-as_is,transpose64} transpose64.txt 300 24 \
+        4096 3072 768 nt 1 1400 1400 1400 nt 1 5120 640 1280 tt 1 5000 5000 5000 nt 1 3333 1111 2222 nt 1 \
+        4096 2304 768 nt 1 16384 256 1024 nt 1 8192 2304 768 nt 1 2900 2901 2903 tt 1 1792 1792 1792 nt 1 \
+        6144 2048 1024 nt 1 4096 768 768 nt 1 2048 1536 512 nt 1 768 768 768 nt 12 4096 3072 768 nn 1 \
+        256 8192 4096 nt 1 2047 2049 511 nt 1 1024 64 1024 nt 16 ;;
     tune-transposed)
       step "tune the layouts the wide suite's nn/nt entries run in with A transposed (runner.transposed_jobs; ships gemmlab/tune/tables)"
       # the entries the tuner adds to the suite's own (15 on 2026-12-07), derived on the CPU so they cannot drift

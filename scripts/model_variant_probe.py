@@ -16,6 +16,7 @@ import sys
 
 from gemmlab import api
 from gemmlab.bench import suites
+from gemmlab import plan as plan_layer
 from gemmlab.heuristics import choice, model, space, table
 from gemmlab.stages import get, s11_tma
 
@@ -123,6 +124,9 @@ VARIANTS = {
     "epi2_tail_unbounded": ((model, "EPILOGUE_EXPOSURE", 2.0), (choice, "TAIL_MIN_K", 0),
                             (choice, "TAIL_LARGER_TILE_MIN_K", 0)),
     "tail_unbounded": ((choice, "TAIL_MIN_K", 0), (choice, "TAIL_LARGER_TILE_MIN_K", 0)),
+    # the transposing copy in 64x64 tiles (plan.TRANSPOSE_TILE, kernels/transpose64.cuh): the
+    # same choices, another copy kernel
+    "transpose64": ((plan_layer, "TRANSPOSE_TILE", 64),),
     "eff32x64_40": ((space, "SM90", _eff("32x64 w16x32 x4", 0.40)),),
     "eff32x64_45": ((space, "SM90", _eff("32x64 w16x32 x4", 0.45)),),
     "at_entry": ((choice, "A_TRANSPOSE_WITHOUT_ITS_ENTRY", None),),  # the rule before the twenty-second session

@@ -457,6 +457,7 @@ def test_gpu_space_configs(cand, layout):
 
 @pytest.mark.parametrize("src,name", [('#include "common.cuh"\n', "gemmlab_copy"),
                                       ('#include "transpose.cuh"\n', "gemmlab_transpose"),
+                                      ('#include "transpose64.cuh"\n', "gemmlab_transpose64"),
                                       ('#include "splitk_reduce.cuh"\n', "gemmlab_splitk_reduce"),
                                       ('#include "stream_k_fixup.cuh"\n', "gemmlab_stream_k_fixup"),
                                       ('#include "copy/split_tf32.cuh"\n', "gemmlab_split_tf32")])
@@ -876,6 +877,38 @@ def test_transpose_kernel_compiles():
     ck = compile_cubin('#include "transpose.cuh"\n', "gemmlab_transpose", "sm_90")
     info = sass.inspect(ck.cubin, ck.name)
     assert info["local_bytes"] == 0 and info["mix"].get("BAR", 0) >= 2 and info["mix"].get("STS", 0) >= 1
+    # the 64x64 kernel: 16 loads, shared stores, shared loads and stores a thread in each of its two
+    # paths (inside the matrix, and across its edge), and far less integer work for each (no
+    # division, pointer increments): under half the 32x32 kernel's integer instructions a load
+    wide = sass.inspect(compile_cubin('#include "transpose64.cuh"\n', "gemmlab_transpose64", "sm_90").cubin,
+                        "gemmlab_transpose64")
+    assert wide["local_bytes"] == 0 and wide["registers"] <= 64
+    assert all(wide["mix"].get(op, 0) == 32 for op in ("LDG", "STS", "LDS", "STG"))
+    integer = lambda mix: sum(mix.get(op, 0) for op in ("IMAD", "IADD3", "ISETP", "LEA", "SHF"))  # noqa: E731
+    assert integer(wide["mix"]) / wide["mix"]["LDG"] < 0.5 * integer(info["mix"]) / info["mix"]["LDG"]
+
+
+@pytest.mark.parametrize("tile", [32, 64])
+def test_transpose_launch_follows_transpose_tile(monkeypatch, tile):
+    """plan.TRANSPOSE_TILE picks the transposing copy's kernel and grid: 64, a block for each 64x64
+    tile (x along rows, y along columns, z the batches up to 65535), with the 32x32 kernel where
+    the columns' tiles would not fit a grid's y; 32, at most 16 blocks an SM striding over 32x32 tiles."""
+    from gemmlab import plan
+
+    monkeypatch.setattr(plan, "TRANSPOSE_TILE", tile)
+    launches = []
+    b = plan._Builder.__new__(plan._Builder)
+    b.arch = "sm_90"
+    b.add = lambda label, src, name, arch, grid, *rest: launches.append((name, grid, src))
+    b.transpose("turn b", ("b",), ("ws", 0), 2049, 768, 1, 0, 2049, 0, 768)
+    b.transpose("turn b", ("b",), ("ws", 0), 100, 65535 * 64 + 1, 70000, 0, 100, 0, 65535 * 64 + 1)
+    # each kernel from its own source: the JIT cache keys on the source, so one source with two
+    # kernel names would hand the second name the first one's compiled kernel
+    if tile == 64:
+        assert launches[0] == ("gemmlab_transpose64", (33, 12, 1), '#include "transpose64.cuh"\n')
+    else:
+        assert launches[0] == ("gemmlab_transpose", (65 * 24, 1, 1), '#include "transpose.cuh"\n')
+    assert launches[1] == ("gemmlab_transpose", (132 * 16, 1, 65535), '#include "transpose.cuh"\n')
 
 
 def test_dispatch_transposes_large_k_major_b(monkeypatch):
@@ -933,15 +966,22 @@ def test_gpu_a_transpose(layout, M, N, K, batch, bcast, stage):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("tile", [32, 64])
 @pytest.mark.parametrize("layout", ["nt", "tt"])
 @pytest.mark.parametrize("M,N,K,batch,bcast", [(1100, 300, 257, None, False), (130, 129, 95, 3, False),
-                                                (200, 64, 70, 4, True), (1024, 1, 33, None, False)])
-def test_gpu_transposed_b(layout, M, N, K, batch, bcast):
-    """repack=1 turns a K-major B into a row-major workspace copy (gemmlab_transpose) first."""
+                                                (200, 64, 70, 4, True), (1024, 1, 33, None, False),
+                                                (333, 1000, 777, 2, False), (512, 384, 256, None, False)])
+def test_gpu_transposed_b(layout, M, N, K, batch, bcast, tile, monkeypatch):
+    """repack=1 turns a K-major B into a row-major workspace copy (gemmlab_transpose, or
+    gemmlab_transpose64 with plan.TRANSPOSE_TILE 64: edges in both directions, whole tiles only,
+    batched, one B for every matrix) first."""
     import torch
 
     import gemmlab
-    from gemmlab import check
+    from gemmlab import api, check, plan
+
+    monkeypatch.setattr(plan, "TRANSPOSE_TILE", tile)
+    api.clear_plan_cache()
 
     a, b, c = check.random_operands(M, N, K, layout, batch)
     if bcast:
@@ -951,6 +991,11 @@ def test_gpu_transposed_b(layout, M, N, K, batch, bcast):
     fn(a, b, c, alpha=0.5, beta=3.0, out=out, stage="s11", config={"repack": 1, "split_k": 2})
     torch.cuda.synchronize()
     assert check.compare(out, check.reference(a, b, c, 0.5, 3.0), K).correct
+    plan_, _ = api.prepare(a, b, c, 0.5, 3.0, out=out, stage="s11", config={"repack": 1, "split_k": 2},
+                           batched=bool(batch))
+    kernels = plan_.describe()["kernels"]
+    api.clear_plan_cache()
+    assert ("gemmlab_transpose64" in kernels) == (tile == 64) and ("gemmlab_transpose" in kernels) == (tile == 32), kernels
 
 
 def test_kept_workspace_grows_frees_and_reaches_the_plan(monkeypatch):
