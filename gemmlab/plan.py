@@ -206,13 +206,19 @@ def kernel_for(spec, cfg, variant, arch) -> CompiledKernel:
 
 _COPY_SRC = '#include "common.cuh"\n'
 COPY_RUN = 128  # GEMMLAB_COPY_RUN in kernels/common.cuh: elements one warp of gemmlab_copy copies per step
+_COPY256_SRC = '#include "copy256.cuh"\n'
+# The repack's copy kernel, by the run a warp copies a step: 128, gemmlab_copy (4 loads a lane in
+# flight); 256, gemmlab_copy256 (kernels/copy256.cuh: 8). 128 until the 256 is timed
+# (scripts/model_variant_probe.py, variant copy256; prediction in docs/dispatch.md, "The copies").
+REPACK_RUN = COPY_RUN
 
 
-def copy_runs(rows: int, cols: int, batch: int, s_dst) -> int:
-    """The runs (warp tasks) of gemmlab_copy for a rows x cols x batch copy into strides ``s_dst``
-    (bs, rs, cs): lines along the destination's unit-stride dimension, as the kernel walks them."""
+def copy_runs(rows: int, cols: int, batch: int, s_dst, run: int = COPY_RUN) -> int:
+    """The runs (warp tasks) of the copy kernel of ``run`` elements a warp a step for a rows x cols
+    x batch copy into strides ``s_dst`` (bs, rs, cs): lines along the destination's unit-stride
+    dimension, as the kernel walks them."""
     inner, outer = (cols, rows) if (s_dst[2] == 1 or s_dst[1] != 1) else (rows, cols)
-    return -(-inner // COPY_RUN) * outer * batch
+    return -(-inner // run) * outer * batch
 
 
 _REDUCE_SRC = '#include "splitk_reduce.cuh"\n'
@@ -268,11 +274,14 @@ class _Builder:
     # -- the strided batched copies (repacking): one or two operands in one launch -------------
     def copy(self, label, jobs):
         """``jobs``: one or two (src_ref, dst_ref, rows, cols, batch, src strides (bs, rs, cs), dst
-        strides). One warp per run of COPY_RUN elements along the destination's unit-stride
-        dimension (kernels/common.cuh), 8 warps a block; the grid is capped (the kernel strides over
-        the rest) and shared between the jobs in proportion to their runs."""
+        strides). One warp per run of REPACK_RUN elements along the destination's unit-stride
+        dimension (gemmlab_copy in kernels/common.cuh, or gemmlab_copy256), 8 warps a block; the
+        grid is capped (the kernel strides over the rest) and shared between the jobs in
+        proportion to their runs."""
         assert 1 <= len(jobs) <= 2, jobs
-        runs = [copy_runs(*j[2:5], j[6]) for j in jobs]
+        run = 256 if REPACK_RUN == 256 else COPY_RUN
+        src, name = (_COPY256_SRC, "gemmlab_copy256") if run == 256 else (_COPY_SRC, "gemmlab_copy")
+        runs = [copy_runs(*j[2:5], j[6], run) for j in jobs]
         cap = 132 * 16
         if len(jobs) == 1:
             blocks = [max(1, min(-(-runs[0] // 8), cap))]
@@ -287,7 +296,7 @@ class _Builder:
             if src_ref is not None:
                 ptrs += [(11 * i, *src_ref), (11 * i + 1, *dst_ref)]
         values.append(blocks[0])
-        self.add(label, _COPY_SRC, "gemmlab_copy", self.arch, (sum(blocks), 1, 1), 256, 0, kinds, values, ptrs)
+        self.add(label, src, name, self.arch, (sum(blocks), 1, 1), 256, 0, kinds, values, ptrs)
 
     # -- K-major B into a row-major copy ------------------------------------------------------
     def transpose(self, label, src_ref, dst_ref, rows, cols, batch, src_bs, src_cs, dst_bs, dst_ld):

@@ -253,16 +253,19 @@ for what in "$@"; do
         565 247 128 tt 1 96 1336 124 nt 1 143 232 100 tn 1 116 411 232 tt 1 324 748 247 tn 1 \
         429 135 231 nt 1 180 100 393 tn 1 149 200 111 tt 1 492 204 132 tt 1 ;;
     transpose64)
-      step "the transposing copy in 64x64 tiles (plan.TRANSPOSE_TILE 64) against the 32x32 kernel, ncu on two, GPU tests"
-      python3 -m pytest -m gpu -q -n 8 -p no:cacheprovider tests/test_plan.py -k "transpose" 2>&1 | tail -2 | tee "$RES/transpose64-tests.txt"
+      step "the copies: transposes in 64x64 tiles (plan.TRANSPOSE_TILE 64), repack runs of 256 (plan.REPACK_RUN), GPU tests"
+      python3 -m pytest -m gpu -q -n 8 -p no:cacheprovider tests/test_plan.py -k "transpose or copy" 2>&1 | tail -2 | tee "$RES/copies-tests.txt"
       # plans that turn B or transpose A (nt, tt; A^T in nn), by size of copy against GEMM. Rule
       # written before the run (docs/dispatch.md, "The copies"): taken if the geometric mean over
       # them is above 1.0 and none runs more than 2% slower.
-      fixed_variants ${T64_VARIANTS:-as_is,transpose64} transpose64.txt 300 24 \
+      # The repack copy with runs of 256 (copy256) on the unaligned plans that copy, in the same run.
+      fixed_variants ${T64_VARIANTS:-as_is,transpose64,copy256,copies_wide} transpose64.txt 300 30 \
         4096 3072 768 nt 1 1400 1400 1400 nt 1 5120 640 1280 tt 1 5000 5000 5000 nt 1 3333 1111 2222 nt 1 \
         4096 2304 768 nt 1 16384 256 1024 nt 1 8192 2304 768 nt 1 2900 2901 2903 tt 1 1792 1792 1792 nt 1 \
         6144 2048 1024 nt 1 4096 768 768 nt 1 2048 1536 512 nt 1 768 768 768 nt 12 4096 3072 768 nn 1 \
-        256 8192 4096 nt 1 2047 2049 511 nt 1 1024 64 1024 nt 16 ;;
+        256 8192 4096 nt 1 2047 2049 511 nt 1 1024 64 1024 nt 16 \
+        601 1203 4099 nn 1 3333 1111 2222 nn 1 3001 1003 999 tn 1 1001 999 1003 nn 1 4095 1023 2049 tn 1 \
+        6001 4001 1001 tt 1 ;;
     tune-transposed)
       step "tune the layouts the wide suite's nn/nt entries run in with A transposed (runner.transposed_jobs; ships gemmlab/tune/tables)"
       # the entries the tuner adds to the suite's own (15 on 2026-12-07), derived on the CPU so they cannot drift

@@ -127,6 +127,9 @@ VARIANTS = {
     # the transposing copy in 64x64 tiles (plan.TRANSPOSE_TILE, kernels/transpose64.cuh): the
     # same choices, another copy kernel
     "transpose64": ((plan_layer, "TRANSPOSE_TILE", 64),),
+    # the repack's copy with runs of 256 (plan.REPACK_RUN, kernels/copy256.cuh); both copy kernels
+    "copy256": ((plan_layer, "REPACK_RUN", 256),),
+    "copies_wide": ((plan_layer, "TRANSPOSE_TILE", 64), (plan_layer, "REPACK_RUN", 256)),
     "eff32x64_40": ((space, "SM90", _eff("32x64 w16x32 x4", 0.40)),),
     "eff32x64_45": ((space, "SM90", _eff("32x64 w16x32 x4", 0.45)),),
     "at_entry": ((choice, "A_TRANSPOSE_WITHOUT_ITS_ENTRY", None),),  # the rule before the twenty-second session

@@ -456,6 +456,7 @@ def test_gpu_space_configs(cand, layout):
 
 
 @pytest.mark.parametrize("src,name", [('#include "common.cuh"\n', "gemmlab_copy"),
+                                      ('#include "copy256.cuh"\n', "gemmlab_copy256"),
                                       ('#include "transpose.cuh"\n', "gemmlab_transpose"),
                                       ('#include "transpose64.cuh"\n', "gemmlab_transpose64"),
                                       ('#include "splitk_reduce.cuh"\n', "gemmlab_splitk_reduce"),
@@ -513,6 +514,31 @@ def test_copy_grid_counts_the_kernels_runs():
 
     src = (Path(gemmlab.__file__).parent / "kernels" / "common.cuh").read_text()
     assert f"#define GEMMLAB_COPY_RUN {plan.COPY_RUN}\n" in src
+    assert "copy_two<256>" in (Path(gemmlab.__file__).parent / "kernels" / "copy256.cuh").read_text()
+
+
+@pytest.mark.parametrize("run", [128, 256])
+def test_repack_copy_follows_repack_run(monkeypatch, run):
+    """plan.REPACK_RUN picks the repack's copy kernel, each from its own source (the JIT cache keys
+    on the source), and sizes the grid by that kernel's run: a 3333x2222 copy is 18 (or 9) runs a
+    line, 8 warps a block, capped at 16 blocks an SM; two copies share the cap by their runs."""
+    from gemmlab import plan
+
+    monkeypatch.setattr(plan, "REPACK_RUN", run)
+    launches = []
+    b = plan._Builder.__new__(plan._Builder)
+    b.arch = "sm_90"
+    b.add = lambda label, src, name, arch, grid, *rest: launches.append((name, grid, src))
+    job = (("a",), ("ws", 0), 3333, 2222, 1, (0, 2222, 1), (0, 2224, 1))
+    small = (("b",), ("ws", 4), 64, 100, 1, (0, 100, 1), (0, 100, 1))
+    b.copy("repack a", [job])
+    b.copy("repack a and b", [job, small])
+    name, src = ("gemmlab_copy256", '#include "copy256.cuh"\n') if run == 256 else \
+        ("gemmlab_copy", '#include "common.cuh"\n')
+    runs = -(-2222 // run) * 3333
+    assert plan.copy_runs(3333, 2222, 1, (0, 2224, 1), run) == runs
+    assert launches[0] == (name, (min(-(-runs // 8), 132 * 16), 1, 1), src)
+    assert launches[1][0] == name and launches[1][1][0] == 132 * 16
 
 
 K_STEP_16 = [c for c in space.SM90 if c.overrides.get("k_unroll") == 1]
@@ -619,15 +645,20 @@ def test_gpu_pdl_off_launches_plainly(monkeypatch):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("run", [128, 256])
 @pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("M,N,K", [(127, 129, 131), (3, 257, 5), (255, 3, 129), (1, 1, 385)])
-def test_gpu_repack_copy_runs(layout, M, N, K):
-    """The repack copy (gemmlab_copy: one warp per run of 128 elements of a line) on lines one
-    short of, one past and far below a run, batched, and on operands with no unit stride."""
+@pytest.mark.parametrize("M,N,K", [(127, 129, 131), (3, 257, 5), (255, 3, 129), (1, 1, 385), (255, 257, 259)])
+def test_gpu_repack_copy_runs(layout, M, N, K, run, monkeypatch):
+    """The repack copy (gemmlab_copy: one warp per run of 128 elements of a line; gemmlab_copy256
+    with plan.REPACK_RUN 256) on lines one short of, one past and far below a run, batched, and
+    on operands with no unit stride."""
     import torch
 
     import gemmlab
-    from gemmlab import check
+    from gemmlab import api, check, plan
+
+    monkeypatch.setattr(plan, "REPACK_RUN", run)
+    api.clear_plan_cache()
 
     r = _check(gemmlab.gemm_batched, M, N, K, layout, batch=3, stage="s11", config={"repack": 1})
     assert r.correct, r
@@ -637,6 +668,9 @@ def test_gpu_repack_copy_runs(layout, M, N, K):
     gemmlab.gemm_batched(a, b, out=out, stage="s11")
     torch.cuda.synchronize()
     assert check.compare(out, check.reference(a, b, None, 1.0, 0.0), K).correct
+    kernels = api.prepare(a, b, out=out, stage="s11", batched=True)[0].describe()["kernels"]
+    api.clear_plan_cache()
+    assert ("gemmlab_copy256" if run == 256 else "gemmlab_copy") in kernels, kernels
 
 
 @pytest.mark.gpu
