@@ -121,18 +121,21 @@ def predict(cand: space.Candidate, M: int, N: int, K: int, batch: int, split_k: 
     bm, bn = cfg["block_m"], cfg["block_n"]
     bps = cfg.get("min_blocks", 1)
     k_len, s = k_slices(K, split_k)
-    tiles = math.ceil(M / bm) * math.ceil(N / bn) * batch
+    tiles = -(-M // bm) * -(-N // bn) * batch
     blocks = tiles * s
-    capacity = gpu.sms * bps
+    sms = gpu.sms
+    capacity = sms * bps
     waves = blocks / capacity
     # Blocks sharing an SM in the first wave; fewer than bps get more of it each, but fewer warps
     # hide less latency: the SM's rate falls like the square root of its occupancy. The efficiency
     # is the candidate's at its own blocks per SM: a stand-in holding fewer runs at that occupancy.
-    resident = min(bps, math.ceil(blocks / gpu.sms))
-    eff = cand.efficiency * (1.0 if fits(cand, M, N, (bm, bn)) else OVERSIZED_EFFICIENCY)
+    # (Integer ceilings and fits() inline: the tuner's and the cut's rankings call this ~10^3 times
+    # a plan-cache miss.)
+    resident = min(bps, -(-blocks // sms))
+    eff = cand.efficiency * (1.0 if bm <= M and bn <= N else OVERSIZED_EFFICIENCY)
     exponent = OCCUPANCY_EXPONENT if aligned else OCCUPANCY_EXPONENT_UNALIGNED
     occupancy = resident / max(bps, cand.blocks_per_sm())
-    sm_rate = eff * gpu.sm_flops * occupancy ** exponent
+    sm_rate = eff * (2 * FFMA_PER_SM_CYCLE * gpu.clock_hz) * occupancy ** exponent
     compute = 2.0 * bm * bn * max(k_len, 1) / (sm_rate / resident)
     epilogue = EPILOGUE_EXPOSURE * 4.0 * bm * bn * resident * gpu.sms / gpu.bandwidth if aligned else 0.0
     per_block = compute + BLOCK_OVERHEAD_S + epilogue
@@ -140,7 +143,7 @@ def predict(cand: space.Candidate, M: int, N: int, K: int, batch: int, split_k: 
         # the last wave's SMs hold ceil(rest / SMs) blocks each, q times the first wave's: a
         # block's compute scales as q / occupancy ** exponent, its epilogue's share of the bandwidth as q
         full, rest = divmod(blocks, capacity)
-        q = math.ceil(rest / gpu.sms) / resident
+        q = -(-rest // sms) / resident
         seconds = full * per_block + compute * q ** (1.0 - exponent) + BLOCK_OVERHEAD_S + epilogue * q
     else:
         seconds = math.ceil(waves) * per_block

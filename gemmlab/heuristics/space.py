@@ -35,13 +35,19 @@ class Candidate:
         return get(self.stage)
 
     def config(self) -> dict:
-        return dict(_resolved(self.stage, tuple(sorted(self.overrides.items()))))
+        return dict(self._resolved)
+
+    @functools.cached_property
+    def _resolved(self) -> dict:
+        """The stage's full config for the overrides, resolved once per candidate (the model asks
+        for a candidate's tile and blocks per SM on every prediction); read only: ``config`` copies."""
+        return _resolved(self.stage, tuple(sorted(self.overrides.items())))
 
     def blocks_per_sm(self) -> int:
-        return self.config().get("min_blocks", 1)
+        return self._resolved.get("min_blocks", 1)
 
     def tile(self) -> tuple[int, int]:
-        cfg = self.config()
+        cfg = self._resolved
         return cfg["block_m"], cfg["block_n"]
 
 
