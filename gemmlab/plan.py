@@ -232,6 +232,14 @@ _TRANSPOSE64_SRC = '#include "transpose64.cuh"\n'
 TRANSPOSE_TILE = 32
 _SPLIT_SRC = '#include "copy/split_tf32.cuh"\n'
 _FIXUP_SRC = '#include "stream_k_fixup.cuh"\n'
+_ZERO_SRC = '#include "zero_counters.cuh"\n'
+# Split-K through the workspace (slices not added in a cluster): False, the GEMM kernel writes the
+# partials and the reduce kernel adds them (kernels/splitk_reduce.cuh); True, the last slice of
+# each tile adds them inside the GEMM kernel (variant "last_slice", kernels/epilogue/splitk_last.cuh:
+# no second kernel, the partials read from L2), after a launch that zeroes the tiles' counters.
+# False until timed (scripts/model_variant_probe.py, variant last_slice; prediction in
+# docs/dispatch.md, "Split-K without the reduce kernel").
+LAST_SLICE_REDUCE = False
 
 
 def _ready_kernel(src: str, name: str, arch: str, dev: int, smem: int, capturing: bool):
@@ -333,6 +341,12 @@ class _Builder:
         self.add("reduce", _REDUCE_SRC, "gemmlab_splitk_reduce", self.arch, (blocks, 1, 1), 256, 0, kinds, values,
                  [(0, *ws_ref), (1, *d_ref), (15, *c_ref)], [(12, "alpha"), (13, "beta")])
 
+    # -- the split-K tile counters of the last-slice reduce, zeroed ------------------------------
+    def zero_counters(self, ref, n):
+        blocks = max(1, min(-(-n // 256), 132 * 4))
+        self.add("zero counters", _ZERO_SRC, "gemmlab_zero_counters", self.arch, (blocks, 1, 1), 256, 0,
+                 ["ptr", "i64"], [0, n], [(0, *ref)])
+
     # -- stream-K's fixup: the cut tiles' partial slots added, the epilogue applied -------------
     def stream_k_fixup(self, slots_ref, d_ref, c_ref, prob: Problem, blocks, bm, bn, bk, group_m):
         kinds = ["ptr", "ptr"] + ["i64"] * 5 + ["i32"] * 3 + ["f32", "f32", "ptr", "i64", "i64"]
@@ -343,10 +357,12 @@ class _Builder:
                  256, 0, kinds, values, [(0, *slots_ref), (1, *d_ref), (12, *c_ref)], [(10, "alpha"), (11, "beta")])
 
     # -- a stage kernel ------------------------------------------------------------------------
-    def gemm(self, spec, cfg, prob: Problem, refs: dict, scalars: bool, stream_k=None):
+    def gemm(self, spec, cfg, prob: Problem, refs: dict, scalars: bool, stream_k=None, last_slice=None):
         """refs: {"a": (source, offset), "b": ..., "d": ...}; scalars: alpha/beta are slots (else
         the values in ``prob`` are baked in, e.g. 1 and 0 for split-K partials). ``stream_k``:
-        (blocks, slots ref): the stream-K grid and its partial slots."""
+        (blocks, slots ref): the stream-K grid and its partial slots. ``last_slice``: (d ref, d
+        strides (rs, cs, bs), c ref, c strides, counters ref): the partials' last slice adds them
+        into that output (variant "last_slice"), with the call's alpha and beta."""
         other = spec.fallback(cfg, prob)
         if other is not None:
             spec, cfg = other
@@ -358,6 +374,8 @@ class _Builder:
         if stream_k is not None:
             variant = {**variant, "stream_k": 1}
             grid = (stream_k[0], 1, 1)
+        elif last_slice is not None:
+            variant = {**variant, "last_slice": 1}
         if grid[0] > INT32_MAX:
             raise ConfigError(f"stage {spec.id}: {grid[0]} blocks exceed the grid limit; use a larger tile")
         if grid[1] > 65535:
@@ -387,6 +405,13 @@ class _Builder:
             values.append(0)
         n_common = 3 + len(COMMON_PARAMS)
         scalar_slots = [(n_common, "alpha"), (n_common + 1, "beta")] if scalars else []
+        if last_slice is not None:  # the wrapper's so_* parameters (jit/source.py)
+            d_ref, d_strides, c_ref, c_strides, counters_ref = last_slice
+            at = len(kinds)
+            kinds += ["ptr", "i64", "i64", "i64", "f32", "f32", "ptr", "i64", "i64", "i64", "ptr"]
+            values += [0, *d_strides, 1.0, 0.0, 0, *c_strides, 0]
+            ptr_slots += [(at, *d_ref), (at + 6, *c_ref), (at + 10, *counters_ref)]
+            scalar_slots += [(at + 4, "alpha"), (at + 5, "beta")]
         step = self.add(spec.id, src, name, spec.compile_arch(cfg, self.arch), grid, spec.launch_threads(cfg, variant),
                         spec.smem_bytes(cfg, variant), kinds, values, ptr_slots, scalar_slots, tmaps)
         return step, spec, cfg, variant
@@ -572,10 +597,18 @@ def _sliced_gemm(b: _Builder, spec, cfg, prob: Problem, refs: dict, split_k: int
         off = b.ws_region(ws_bs * prob.batch)
         part = replace(sliced, d_ss=ws_ss, ldd=ws_ld, d_bs=ws_bs if prob.batch > 1 else 0, d_ptr=0, alpha=1.0,
                        beta=0.0, c_rs=None, c_cs=None, c_bs=None)  # partial products into the workspace
-        main, spec_run, cfg_run, variant = b.gemm(spec, cfg, part, {**refs, "d": ("ws", off), "c": ("ws", off)},
-                                                  scalars=False)
-        b.reduce(("ws", off), refs["d"], refs.get("c", refs["d"]), prob.M, prob.N, splits, ws_ld, ws_ss, ws_bs,
-                 prob.ldd, 1, prob.d_bs, prob.batch, prob.c_strides())
+        ws_refs = {**refs, "d": ("ws", off), "c": ("ws", off)}
+        if LAST_SLICE_REDUCE:  # the last slice of each tile adds the partials (no reduce kernel)
+            run_spec, run_cfg = spec.fallback(cfg, part) or (spec, cfg)
+            counters = run_spec.tiles(run_cfg, prob.M, prob.N, prob.batch)
+            c_off = b.ws_region(counters)
+            b.zero_counters(("ws", c_off), counters)
+            out = (refs["d"], (prob.ldd, 1, prob.d_bs), refs.get("c", refs["d"]), prob.c_strides(), ("ws", c_off))
+            main, spec_run, cfg_run, variant = b.gemm(spec, cfg, part, ws_refs, scalars=False, last_slice=out)
+        else:
+            main, spec_run, cfg_run, variant = b.gemm(spec, cfg, part, ws_refs, scalars=False)
+            b.reduce(("ws", off), refs["d"], refs.get("c", refs["d"]), prob.M, prob.N, splits, ws_ld, ws_ss, ws_bs,
+                     prob.ldd, 1, prob.d_bs, prob.batch, prob.c_strides())
     else:
         main, spec_run, cfg_run, variant = b.gemm(spec, cfg, prob, refs, scalars=True)
     return main, spec_run, cfg_run, variant, splits, in_cluster

@@ -266,6 +266,18 @@ for what in "$@"; do
         256 8192 4096 nt 1 2047 2049 511 nt 1 1024 64 1024 nt 16 \
         601 1203 4099 nn 1 3333 1111 2222 nn 1 3001 1003 999 tn 1 1001 999 1003 nn 1 4095 1023 2049 tn 1 \
         6001 4001 1001 tt 1 ;;
+    last-slice)
+      step "split-K without the reduce kernel: the last slice of each tile adds the partials (plan.LAST_SLICE_REDUCE)"
+      python3 -m pytest -m gpu -q -n 8 -p no:cacheprovider tests/test_plan.py -k "last_slice or split_k or workspace" 2>&1 \
+        | tail -2 | tee "$RES/last-slice-tests.txt"
+      # plans that split K through the workspace (ncu-mid: the reduce 11-28 us). Rule written before
+      # the run (docs/dispatch.md, "Split-K without the reduce kernel"): taken if the geometric mean
+      # over them is above 1.0 and none runs more than 2% slower.
+      fixed_variants ${LS_VARIANTS:-as_is,last_slice} last-slice.txt 300 24 \
+        3072 1024 4096 nn 1 5120 640 1280 tt 1 601 1203 4099 nn 1 4096 768 3072 nn 1 4096 768 3072 nt 1 \
+        512 512 32768 nn 1 1536 512 4096 nt 1 64 64 65536 nn 1 512 256 65536 nt 1 1024 1024 16384 tn 1 \
+        8192 128 8192 nn 1 48 4096 11008 nn 1 2048 512 4096 nt 1 4096 128 11008 tt 1 640 1280 2560 tn 1 \
+        256 256 16384 nn 1 ;;
     tune-transposed)
       step "tune the layouts the wide suite's nn/nt entries run in with A transposed (runner.transposed_jobs; ships gemmlab/tune/tables)"
       # the entries the tuner adds to the suite's own (15 on 2026-12-07), derived on the CPU so they cannot drift

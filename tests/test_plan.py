@@ -457,6 +457,7 @@ def test_gpu_space_configs(cand, layout):
 
 @pytest.mark.parametrize("src,name", [('#include "common.cuh"\n', "gemmlab_copy"),
                                       ('#include "copy256.cuh"\n', "gemmlab_copy256"),
+                                      ('#include "zero_counters.cuh"\n', "gemmlab_zero_counters"),
                                       ('#include "transpose.cuh"\n', "gemmlab_transpose"),
                                       ('#include "transpose64.cuh"\n', "gemmlab_transpose64"),
                                       ('#include "splitk_reduce.cuh"\n', "gemmlab_splitk_reduce"),
@@ -1097,3 +1098,121 @@ def test_kept_workspace_grows_frees_and_reaches_the_plan(monkeypatch):
     assert call(100)[0]["ws"] not in {m.ptr for m in made} and len(made) == 3   # under capture
     api.clear_plan_cache()
     assert not api._workspaces and sorted(map(id, freed)) == sorted(map(id, made))
+
+
+# ---- split-K without the reduce kernel: the last slice of each tile adds the partials ------------
+
+LAST_SLICE_CASES = [("s11", {}), ("s11", {"block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32, "min_blocks": 3}),
+                    ("s11", {"producer_warp": 1}), ("s10", {}), ("s07", {})]
+
+
+def _last_slice_source(stage, over):
+    from gemmlab.stages import get
+
+    spec = get(stage)
+    cfg = spec.config(over)
+    variant = spec.variants(cfg)[0]
+    return spec, cfg, variant
+
+
+@pytest.mark.parametrize("stage,over", LAST_SLICE_CASES[:4])
+def test_last_slice_kernel_compiles_and_keeps_the_main_loop(stage, over):
+    """The "last_slice" variant (kernels/epilogue/splitk_last.cuh after Stage::run): no local
+    memory, one atomic add and a device-wide fence, the slot loads through L2, and the main loop's
+    FFMAs as the plain kernel's, with at most 16 registers more (the main loop sets the count)."""
+    from gemmlab.analysis import sass
+    from gemmlab.plan import kernel_for
+
+    spec, cfg, variant = _last_slice_source(stage, over)
+    arch = "sm_90a" if over.get("producer_warp") else "sm_90"
+    plain = kernel_for(spec, cfg, variant, arch)
+    last = kernel_for(spec, cfg, {**variant, "last_slice": 1}, arch)
+    assert plain.name != last.name and "_ls1" in last.name
+    ops = [i.op for i in sass.instructions(last.cubin, last.name)]
+    plain_ops = [i.op for i in sass.instructions(plain.cubin, plain.name)]
+    assert sum(op.startswith("ATOMG.E.ADD") for op in ops) == 1 and "MEMBAR.SC.GPU" in ops
+    assert "LDG.E.128.STRONG.GPU" in ops and "LDG.E.128.STRONG.GPU" not in plain_ops  # __ldcg: from L2
+    r_plain, r_last = sass.resources(plain.cubin), sass.resources(last.cubin)
+    assert r_last["local_bytes"] == 0 and r_last["stack_bytes"] <= r_plain["stack_bytes"]
+    assert r_last["registers"] <= r_plain["registers"] + 16
+    # the main loop's FFMAs: the same tile's (k_loop may take in a few of the epilogue's)
+    ffma = lambda ck: sum(i.op.startswith("FFMA") for i in sass.k_loop(sass.instructions(ck.cubin)))  # noqa: E731
+    assert ffma(plain) > 0 and abs(ffma(last) - ffma(plain)) <= 16
+
+
+def test_sliced_gemm_takes_the_last_slice_path_only_when_asked(monkeypatch):
+    """plan._sliced_gemm with split-K through the workspace: LAST_SLICE_REDUCE off, the GEMM then
+    the reduce kernel; on, the tiles' counters zeroed (one per tile and batch, after the partials in
+    the workspace), then the GEMM with the output, its strides and the counters, and no reduce."""
+    from gemmlab import plan
+    from gemmlab.stages import get
+
+    spec = get("s11")
+    cfg = spec.config({})
+    prob = Problem.dense(1000, 600, 4096, "nn", 2, a_ptr=1 << 20, b_ptr=2 << 20, d_ptr=3 << 20)
+
+    def run(on):
+        monkeypatch.setattr(plan, "LAST_SLICE_REDUCE", on)
+        calls = []
+        b = plan._Builder.__new__(plan._Builder)
+        b.arch, b.ws_floats = "sm_90", 0
+        b.gemm = lambda spec, cfg, prob, refs, scalars, last_slice=None: calls.append(
+            ("gemm", prob, refs, scalars, last_slice)) or (None, spec, cfg, {})
+        b.reduce = lambda *a: calls.append(("reduce",) + a)
+        b.zero_counters = lambda ref, n: calls.append(("zero", ref, n))
+        refs = {"a": ("a", 0), "b": ("b", 0), "d": ("d", 0)}
+        out = plan._sliced_gemm(b, spec, cfg, prob, refs, 4, False)
+        return calls, out, b.ws_floats
+
+    calls, out, _ = run(False)
+    assert [c[0] for c in calls] == ["gemm", "reduce"] and calls[0][4] is None and out[4] == 4
+    calls, out, ws = run(True)
+    assert [c[0] for c in calls] == ["zero", "gemm"] and out[4] == 4
+    tiles = -(-1000 // 128) * -(-600 // 256) * 2
+    assert calls[0][2] == tiles and calls[0][1][0] == "ws"
+    gemm = calls[1]
+    part, refs, scalars, last = gemm[1:]
+    assert part.alpha == 1.0 and part.beta == 0.0 and part.d_ss > 0 and not scalars and refs["d"][0] == "ws"
+    d_ref, d_strides, c_ref, c_strides, counters = last
+    assert d_ref == ("d", 0) and d_strides == (600, 1, 600 * 1000) and c_ref == ("d", 0)
+    assert counters == calls[0][1] and counters[1] >= 4 * part.d_ss * 2  # after both batches' slots
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("stage,over", LAST_SLICE_CASES)
+@pytest.mark.parametrize("M,N,K,split,batch", [(129, 260, 1000, 4, None), (64, 64, 4097, 16, None),
+                                               (257, 33, 95, 3, 2), (1000, 600, 3000, 5, None),
+                                               (333, 555, 777, 3, 3)])
+def test_gpu_last_slice_split_k(monkeypatch, layout, stage, over, M, N, K, split, batch):
+    """LAST_SLICE_REDUCE on: split-K through the workspace with no reduce kernel, right against
+    float64 with a separate c and alpha/beta (odd shapes, every layout, batched), the same bits
+    on a second run of the same plan (the counters were set back to 0, whichever block was last),
+    and on a column-major output."""
+    import torch
+
+    import gemmlab
+    from gemmlab import api, check, plan
+
+    monkeypatch.setattr(plan, "LAST_SLICE_REDUCE", True)
+    api.clear_plan_cache()
+    config = {**over, "split_k": split, "cluster_reduce": 0}
+    try:
+        fn = gemmlab.gemm_batched if batch else gemmlab.gemm
+        r = _check(fn, M, N, K, layout, batch=batch, stage=stage, config=config)
+        assert r.correct, r
+        a, b, c = check.random_operands(M, N, K, layout, batch)
+        out = check.poisoned_like(c)
+        p, run = api.prepare(a, b, c, alpha=0.5, beta=2.0, out=out, stage=stage, config=config, batched=bool(batch))
+        assert "gemmlab_splitk_reduce" not in p.kernels and "gemmlab_zero_counters" in p.kernels, p.kernels
+        assert "_ls1" in p.main.name
+        run()
+        first = out.clone()
+        run()
+        torch.cuda.synchronize()
+        assert torch.equal(out, first)
+        assert check.compare(out, check.reference(a, b, c, 0.5, 2.0), K).correct
+        r = _check(fn, M, N, K, layout, batch=batch, stage=stage, config=config, c_layout="column-major")
+        assert r.correct, r
+    finally:
+        api.clear_plan_cache()

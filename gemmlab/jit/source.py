@@ -41,8 +41,19 @@ _DATA_PARALLEL_BODY = """\
                                 D + b * d_bs + (int64)blockIdx.y * d_ss, M, N, k_len,
                                 a_rs, a_cs, b_rs, b_cs, ldd, alpha, beta, k0, C + b * c_bs, c_rs, c_cs}};
         Stage::run(args, tile_m * {bm}, tile_n * {bn}, smem{extra_args});
-        if (b + gridDim.z < batch) __syncthreads();  // shared memory is reused by the next batch
+{after_run}        if (b + gridDim.z < batch) __syncthreads();  // shared memory is reused by the next batch
     }}
+"""
+
+# Variant "last_slice" (split-K through the workspace, no reduce kernel): once a slice's partial is
+# stored, the last of the tile's slices adds them and stores D (kernels/epilogue/splitk_last.cuh);
+# ``so_*``: the output, its alpha, beta and addend, and the tiles' counters (one per tile and batch).
+_LAST_SLICE_DECL = (", float* __restrict__ so_d, int64 so_rs, int64 so_cs, int64 so_bs, float so_alpha, float so_beta, "
+                    "const float* so_c, int64 so_c_rs, int64 so_c_cs, int64 so_c_bs, unsigned* __restrict__ so_counters")
+_LAST_SLICE_AFTER_RUN = """        gemmlab::last_slice_reduce<{bm}, {bn}>(
+            D + b * d_bs, ldd, d_ss, (int)gridDim.y, M, N, tile_m * {bm}, tile_n * {bn},
+            gemmlab::SplitOut{{so_d + b * so_bs, so_rs, so_cs, so_alpha, so_beta, so_c + b * so_c_bs, so_c_rs, so_c_cs}},
+            so_counters + (b * tiles_m + tile_m) * tiles_n + tile_n);
 """
 
 # Stream-K (variant "stream_k", batch 1, no split-K): gridDim.x blocks run whole tiles in waves,
@@ -84,10 +95,15 @@ def generate(spec, cfg: dict, variant: dict) -> tuple[str, str]:
     defines = "#define GEMMLAB_SEPARATE_C 1\n" if variant.get("sep_c") else ""
     extra_decl = "".join(f", {decl}" for decl, _ in extra)
     body = _DATA_PARALLEL_BODY
+    after_run = ""
     if variant.get("stream_k"):
         body = _STREAM_K_BODY
         extra_decl += ", float* __restrict__ sk_partials"
-    fields = dict(bm=bm, bn=bn, bk=cfg.get("block_k", 0), group_m=spec.group_m(cfg),
+    elif variant.get("last_slice"):
+        defines += '#include "epilogue/splitk_last.cuh"\n'
+        extra_decl += _LAST_SLICE_DECL
+        after_run = _LAST_SLICE_AFTER_RUN.format(bm=bm, bn=bn)
+    fields = dict(bm=bm, bn=bn, bk=cfg.get("block_k", 0), group_m=spec.group_m(cfg), after_run=after_run,
                   extra_args="".join(f", {arg}" for _, arg in extra))
     src = _TEMPLATE.format(
         defines=defines, attributes=spec.kernel_attributes(cfg, variant), stage_id=spec.id, stage_name=spec.name,
