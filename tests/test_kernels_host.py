@@ -14,7 +14,10 @@ check on every CI run, without a GPU:
   sanitizer. Built twice: copies landing when issued show a copy into a stage that another thread
   may still read (the carried loop's copies moved above its barrier: 12 of 588 cases wrong), copies
   landing at their wait show a stage read before its wait (its wait_group one group too lax: 156
-  of 588)."""
+  of 588);
+- splitk_last_host.cpp: split-K's last slice (epilogue/splitk_last.cuh): the slices of each tile
+  in a shuffled order, the last adds them and stores D once (row- and column-major, in place and a
+  broadcast addend), the counters back at 0, no read past the workspace."""
 import shutil
 import subprocess
 from pathlib import Path
@@ -76,3 +79,8 @@ def test_s10_on_4_byte_copies_matches_an_exact_reference_with_and_without_edge_s
 
 def test_s10_matches_with_copies_landing_at_the_wait_that_covers_them(tmp_path):
     _run(tmp_path, "s10_host.cpp", S10_HOST_CASES, defines=("HOST_CP_ASYNC_LAND_AT_WAIT",))
+
+
+def test_split_k_last_slice_adds_the_tile_once_whichever_slice_is_last(tmp_path):
+    # 3 tiles x 5 shapes x 3 slice counts x 2 orders x 2 addends x 2 betas, and one of 16 slices
+    _run(tmp_path, "splitk_last_host.cpp", 361)
