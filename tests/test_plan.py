@@ -1212,7 +1212,7 @@ def test_gpu_last_slice_split_k(monkeypatch, layout, stage, over, M, N, K, split
         torch.cuda.synchronize()
         assert torch.equal(out, first)
         assert check.compare(out, check.reference(a, b, c, 0.5, 2.0), K).correct
-        r = _check(fn, M, N, K, layout, batch=batch, stage=stage, config=config, c_layout="column-major")
+        r = _check(fn, M, N, K, layout, batch=batch, stage=stage, config=config, c_layout="col")
         assert r.correct, r
     finally:
         api.clear_plan_cache()
