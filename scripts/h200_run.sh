@@ -254,7 +254,7 @@ for what in "$@"; do
         429 135 231 nt 1 180 100 393 tn 1 149 200 111 tt 1 492 204 132 tt 1 ;;
     transpose64)
       step "the copies: transposes in 64x64 tiles (plan.TRANSPOSE_TILE 64), repack runs of 256 (plan.REPACK_RUN), GPU tests"
-      python3 -m pytest -m gpu -q -n 8 -p no:cacheprovider tests/test_plan.py -k "transpose or copy" 2>&1 | tail -2 | tee "$RES/copies-tests.txt"
+      python3 -m pytest -m gpu -q -n 8 -p no:cacheprovider tests/test_plan.py -k "transposed_b or repack_copy_runs" 2>&1 | tail -2 | tee "$RES/copies-tests.txt"
       # plans that turn B or transpose A (nt, tt; A^T in nn), by size of copy against GEMM. Rule
       # written before the run (docs/dispatch.md, "The copies"): taken if the geometric mean over
       # them is above 1.0 and none runs more than 2% slower.
@@ -268,7 +268,7 @@ for what in "$@"; do
         6001 4001 1001 tt 1 ;;
     last-slice)
       step "split-K without the reduce kernel: the last slice of each tile adds the partials (plan.LAST_SLICE_REDUCE)"
-      python3 -m pytest -m gpu -q -n 8 -p no:cacheprovider tests/test_plan.py -k "last_slice or split_k or workspace" 2>&1 \
+      python3 -m pytest -m gpu -q -n 8 -p no:cacheprovider tests/test_plan.py -k "last_slice" 2>&1 \
         | tail -2 | tee "$RES/last-slice-tests.txt"
       # plans that split K through the workspace (ncu-mid: the reduce 11-28 us). Rule written before
       # the run (docs/dispatch.md, "Split-K without the reduce kernel"): taken if the geometric mean
