@@ -240,6 +240,11 @@ _ZERO_SRC = '#include "zero_counters.cuh"\n'
 # False until timed (scripts/model_variant_probe.py, variant last_slice; prediction in
 # docs/dispatch.md, "Split-K without the reduce kernel").
 LAST_SLICE_REDUCE = False
+# With LAST_SLICE_REDUCE: "apart", the grid's y is the slice (a tile's slices run waves apart in a
+# grid longer than a wave); "together", the slices of a tile are adjacent blocks of x (they finish
+# together, and the last reads partials written moments before). "apart" until both are timed
+# (variants last_slice and last_slice_together).
+LAST_SLICE_ORDER = "apart"
 
 
 def _ready_kernel(src: str, name: str, arch: str, dev: int, smem: int, capturing: bool):
@@ -375,7 +380,10 @@ class _Builder:
             variant = {**variant, "stream_k": 1}
             grid = (stream_k[0], 1, 1)
         elif last_slice is not None:
-            variant = {**variant, "last_slice": 1}
+            together = LAST_SLICE_ORDER == "together"
+            variant = {**variant, "last_slice": 2 if together else 1}
+            if together:  # x = tile * slices + slice (jit/source.py decodes it)
+                grid = (grid[0] * grid[1], 1, grid[2])
         if grid[0] > INT32_MAX:
             raise ConfigError(f"stage {spec.id}: {grid[0]} blocks exceed the grid limit; use a larger tile")
         if grid[1] > 65535:

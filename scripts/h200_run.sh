@@ -273,7 +273,7 @@ for what in "$@"; do
       # plans that split K through the workspace (ncu-mid: the reduce 11-28 us). Rule written before
       # the run (docs/dispatch.md, "Split-K without the reduce kernel"): taken if the geometric mean
       # over them is above 1.0 and none runs more than 2% slower.
-      fixed_variants ${LS_VARIANTS:-as_is,last_slice} last-slice.txt 300 24 \
+      fixed_variants ${LS_VARIANTS:-as_is,last_slice,last_slice_together} last-slice.txt 300 24 \
         3072 1024 4096 nn 1 5120 640 1280 tt 1 601 1203 4099 nn 1 4096 768 3072 nn 1 4096 768 3072 nt 1 \
         512 512 32768 nn 1 1536 512 4096 nt 1 64 64 65536 nn 1 512 256 65536 nt 1 1024 1024 16384 tn 1 \
         8192 128 8192 nn 1 48 4096 11008 nn 1 2048 512 4096 nt 1 4096 128 11008 tt 1 640 1280 2560 tn 1 \

@@ -132,6 +132,7 @@ VARIANTS = {
     # split-K through the workspace added by each tile's last slice inside the GEMM kernel
     # (plan.LAST_SLICE_REDUCE, kernels/epilogue/splitk_last.cuh): the same choices, no reduce kernel
     "last_slice": ((plan_layer, "LAST_SLICE_REDUCE", True),),
+    "last_slice_together": ((plan_layer, "LAST_SLICE_REDUCE", True), (plan_layer, "LAST_SLICE_ORDER", "together")),
     "copies_wide": ((plan_layer, "TRANSPOSE_TILE", 64), (plan_layer, "REPACK_RUN", 256)),
     "eff32x64_40": ((space, "SM90", _eff("32x64 w16x32 x4", 0.40)),),
     "eff32x64_45": ((space, "SM90", _eff("32x64 w16x32 x4", 0.45)),),

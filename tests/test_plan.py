@@ -1115,19 +1115,21 @@ def _last_slice_source(stage, over):
     return spec, cfg, variant
 
 
+@pytest.mark.parametrize("order", [1, 2])
 @pytest.mark.parametrize("stage,over", LAST_SLICE_CASES[:4])
-def test_last_slice_kernel_compiles_and_keeps_the_main_loop(stage, over):
-    """The "last_slice" variant (kernels/epilogue/splitk_last.cuh after Stage::run): no local
-    memory, one atomic add and a device-wide fence, the slot loads through L2, and the main loop's
-    FFMAs as the plain kernel's, with at most 16 registers more (the main loop sets the count)."""
+def test_last_slice_kernel_compiles_and_keeps_the_main_loop(stage, over, order):
+    """The "last_slice" variant (kernels/epilogue/splitk_last.cuh after Stage::run; 2: a tile's
+    slices adjacent in the grid's x): no local memory, one atomic add and a device-wide fence, the
+    slot loads through L2, and the main loop's FFMAs as the plain kernel's, with at most 16
+    registers more (the main loop sets the count)."""
     from gemmlab.analysis import sass
     from gemmlab.plan import kernel_for
 
     spec, cfg, variant = _last_slice_source(stage, over)
     arch = "sm_90a" if over.get("producer_warp") else "sm_90"
     plain = kernel_for(spec, cfg, variant, arch)
-    last = kernel_for(spec, cfg, {**variant, "last_slice": 1}, arch)
-    assert plain.name != last.name and "_ls1" in last.name
+    last = kernel_for(spec, cfg, {**variant, "last_slice": order}, arch)
+    assert plain.name != last.name and f"_ls{order}" in last.name
     ops = [i.op for i in sass.instructions(last.cubin, last.name)]
     plain_ops = [i.op for i in sass.instructions(plain.cubin, plain.name)]
     assert sum(op.startswith("ATOMG.E.ADD") for op in ops) == 1 and "MEMBAR.SC.GPU" in ops
@@ -1138,6 +1140,44 @@ def test_last_slice_kernel_compiles_and_keeps_the_main_loop(stage, over):
     # the main loop's FFMAs: the same tile's (k_loop may take in a few of the epilogue's)
     ffma = lambda ck: sum(i.op.startswith("FFMA") for i in sass.k_loop(sass.instructions(ck.cubin)))  # noqa: E731
     assert ffma(plain) > 0 and abs(ffma(last) - ffma(plain)) <= 16
+
+
+def test_the_wrappers_grid_decode_by_slice_order():
+    """jit/source.py: by default block x is the tile and y the slice (the text every kernel had
+    before the last-slice variant); "last_slice" 2 decodes x as tile * slices + slice, and the
+    last-slice step counts that many slices."""
+    from gemmlab.jit.source import generate
+
+    spec, cfg, variant = _last_slice_source("s10", {})
+    _, plain = generate(spec, cfg, variant)
+    _, apart = generate(spec, cfg, {**variant, "last_slice": 1})
+    _, together = generate(spec, cfg, {**variant, "last_slice": 2})
+    for src in (plain, apart):
+        assert "const int64 pid = blockIdx.x;\n" in src and "(int64)blockIdx.y * d_ss" in src and "slices_" not in src
+    assert "last_slice_reduce" not in plain and "(int)gridDim.y" in apart
+    assert "pid = blockIdx.x / slices_, slice_ = blockIdx.x % slices_" in together
+    assert "slice_ * d_ss" in together and "(int)slices_" in together and "(int64)blockIdx.y" not in together
+
+
+@pytest.mark.parametrize("order,grid", [("apart", (24, 4, 2)), ("together", (96, 1, 2))])
+def test_last_slice_order_sets_the_variant_and_the_grid(monkeypatch, order, grid):
+    """plan.LAST_SLICE_ORDER: "apart", the slices on the grid's y (variant last_slice 1);
+    "together", tiles x slices on x (last_slice 2), a tile's slices adjacent."""
+    from gemmlab import plan
+    from gemmlab.stages import get
+
+    monkeypatch.setattr(plan, "LAST_SLICE_REDUCE", True)
+    monkeypatch.setattr(plan, "LAST_SLICE_ORDER", order)
+    launches = []
+    b = plan._Builder.__new__(plan._Builder)
+    b.arch, b.ws_floats = "sm_90", 0
+    b.add = lambda label, src, name, arch, grid, *rest: launches.append((name, grid)) or "step"
+    spec = get("s10")
+    prob = Problem.dense(1000, 600, 4096, "nn", 2, a_ptr=1 << 20, b_ptr=2 << 20, d_ptr=3 << 20)
+    plan._sliced_gemm(b, spec, spec.config({}), prob, {"a": ("a", 0), "b": ("b", 0), "d": ("d", 0)}, 4, False)
+    assert [n for n, _ in launches][0] == "gemmlab_zero_counters" and len(launches) == 2
+    name, got = launches[1]
+    assert got == grid and name.endswith("_ls1" if order == "apart" else "_ls2")
 
 
 def test_sliced_gemm_takes_the_last_slice_path_only_when_asked(monkeypatch):
@@ -1179,12 +1219,13 @@ def test_sliced_gemm_takes_the_last_slice_path_only_when_asked(monkeypatch):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("order", ["apart", "together"])
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("stage,over", LAST_SLICE_CASES)
 @pytest.mark.parametrize("M,N,K,split,batch", [(129, 260, 1000, 4, None), (64, 64, 4097, 16, None),
                                                (257, 33, 95, 3, 2), (1000, 600, 3000, 5, None),
                                                (333, 555, 777, 3, 3)])
-def test_gpu_last_slice_split_k(monkeypatch, layout, stage, over, M, N, K, split, batch):
+def test_gpu_last_slice_split_k(monkeypatch, layout, stage, over, M, N, K, split, batch, order):
     """LAST_SLICE_REDUCE on: split-K through the workspace with no reduce kernel, right against
     float64 with a separate c and alpha/beta (odd shapes, every layout, batched), the same bits
     on a second run of the same plan (the counters were set back to 0, whichever block was last),
@@ -1195,6 +1236,7 @@ def test_gpu_last_slice_split_k(monkeypatch, layout, stage, over, M, N, K, split
     from gemmlab import api, check, plan
 
     monkeypatch.setattr(plan, "LAST_SLICE_REDUCE", True)
+    monkeypatch.setattr(plan, "LAST_SLICE_ORDER", order)
     api.clear_plan_cache()
     config = {**over, "split_k": split, "cluster_reduce": 0}
     try:
@@ -1205,7 +1247,7 @@ def test_gpu_last_slice_split_k(monkeypatch, layout, stage, over, M, N, K, split
         out = check.poisoned_like(c)
         p, run = api.prepare(a, b, c, alpha=0.5, beta=2.0, out=out, stage=stage, config=config, batched=bool(batch))
         assert "gemmlab_splitk_reduce" not in p.kernels and "gemmlab_zero_counters" in p.kernels, p.kernels
-        assert "_ls1" in p.main.name
+        assert ("_ls1" if order == "apart" else "_ls2") in p.main.name
         run()
         first = out.clone()
         run()
