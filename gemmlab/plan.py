@@ -211,6 +211,7 @@ _COPY256_SRC = '#include "copy256.cuh"\n'
 # flight); 256, gemmlab_copy256 (kernels/copy256.cuh: 8). 128 until the 256 is timed
 # (scripts/model_variant_probe.py, variant copy256; prediction in docs/dispatch.md, "The copies").
 REPACK_RUN = COPY_RUN
+_COPY_KERNELS = {COPY_RUN: (_COPY_SRC, "gemmlab_copy"), 256: (_COPY256_SRC, "gemmlab_copy256")}  # by run
 
 
 def copy_runs(rows: int, cols: int, batch: int, s_dst, run: int = COPY_RUN) -> int:
@@ -292,8 +293,8 @@ class _Builder:
         grid is capped (the kernel strides over the rest) and shared between the jobs in
         proportion to their runs."""
         assert 1 <= len(jobs) <= 2, jobs
-        run = 256 if REPACK_RUN == 256 else COPY_RUN
-        src, name = (_COPY256_SRC, "gemmlab_copy256") if run == 256 else (_COPY_SRC, "gemmlab_copy")
+        run = REPACK_RUN if REPACK_RUN in _COPY_KERNELS else COPY_RUN
+        src, name = _COPY_KERNELS[run]
         runs = [copy_runs(*j[2:5], j[6], run) for j in jobs]
         cap = 132 * 16
         if len(jobs) == 1:

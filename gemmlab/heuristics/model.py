@@ -129,15 +129,14 @@ def predict(cand: space.Candidate, M: int, N: int, K: int, batch: int, split_k: 
     # Blocks sharing an SM in the first wave; fewer than bps get more of it each, but fewer warps
     # hide less latency: the SM's rate falls like the square root of its occupancy. The efficiency
     # is the candidate's at its own blocks per SM: a stand-in holding fewer runs at that occupancy.
-    # (Integer ceilings and fits() inline: the tuner's and the cut's rankings call this ~10^3 times
-    # a plan-cache miss.)
+    # (Integer ceilings: the tuner's and the cut's rankings call this ~10^3 times a plan-cache miss.)
     resident = min(bps, -(-blocks // sms))
-    eff = cand.efficiency * (1.0 if bm <= M and bn <= N else OVERSIZED_EFFICIENCY)
+    eff = cand.efficiency * (1.0 if fits(cand, M, N, (bm, bn)) else OVERSIZED_EFFICIENCY)
     exponent = OCCUPANCY_EXPONENT if aligned else OCCUPANCY_EXPONENT_UNALIGNED
     occupancy = resident / max(bps, cand.blocks_per_sm())
-    sm_rate = eff * (2 * FFMA_PER_SM_CYCLE * gpu.clock_hz) * occupancy ** exponent
+    sm_rate = eff * gpu.sm_flops * occupancy ** exponent
     compute = 2.0 * bm * bn * max(k_len, 1) / (sm_rate / resident)
-    epilogue = EPILOGUE_EXPOSURE * 4.0 * bm * bn * resident * gpu.sms / gpu.bandwidth if aligned else 0.0
+    epilogue = EPILOGUE_EXPOSURE * 4.0 * bm * bn * resident * sms / gpu.bandwidth if aligned else 0.0
     per_block = compute + BLOCK_OVERHEAD_S + epilogue
     if LAST_WAVE_RESIDENCY and blocks > capacity and blocks % capacity:
         # the last wave's SMs hold ceil(rest / SMs) blocks each, q times the first wave's: a

@@ -107,7 +107,7 @@ def generate(spec, cfg: dict, variant: dict) -> tuple[str, str]:
         body = _STREAM_K_BODY
         extra_decl += ", float* __restrict__ sk_partials"
     order = _SLICES_TOGETHER if variant.get("last_slice") == 2 else _SLICES_APART
-    if variant.get("last_slice") and not variant.get("stream_k"):
+    if variant.get("last_slice"):
         defines += '#include "epilogue/splitk_last.cuh"\n'
         extra_decl += _LAST_SLICE_DECL
         after_run = _LAST_SLICE_AFTER_RUN.format(bm=bm, bn=bn, slices=order["slices"])
