@@ -252,6 +252,12 @@ for what in "$@"; do
         204 185 464 tt 1 552 376 200 nt 1 152 175 1124 nt 1 104 248 1183 nn 1 801 217 183 nt 1 \
         565 247 128 tt 1 96 1336 124 nt 1 143 232 100 tn 1 116 411 232 tt 1 324 748 247 tn 1 \
         429 135 231 nt 1 180 100 393 tn 1 149 200 111 tt 1 492 204 132 tt 1 ;;
+    eff32x64)
+      step "s11 32x64 at efficiency 0.40 against as is on fresh random shapes (seeds 52-54)"
+      # rule written before the run (docs/dispatch.md, "Small batched GEMMs", twenty-sixth session)
+      for s in 52 53 54; do
+        random_variants $s as_is,eff32x64_40 eff32x64-seed$s.txt ${VARIANT_LIMIT:-150}
+      done ;;
     transpose64)
       step "the copies: transposes in 64x64 tiles (plan.TRANSPOSE_TILE 64), repack runs of 256 (plan.REPACK_RUN), GPU tests"
       python3 -m pytest -m gpu -q -n 8 -p no:cacheprovider tests/test_plan.py -k "transposed_b or repack_copy_runs" 2>&1 | tail -2 | tee "$RES/copies-tests.txt"
