@@ -611,15 +611,17 @@ def test_the_epilogue_term_fits_the_shipped_measurements_better(monkeypatch):
     """What scripts/model_fit.py --epilogue found (docs/dispatch.md): on the table's aligned
     entries the term at 2.0 brings the model's times much nearer the measured ones (spread of
     log(measured / predicted) 0.156 -> 0.111) and its picks a little (regret 1.0325 -> 1.0263),
-    which is why it is a variant to measure on random shapes and not yet the runtime's."""
+    which is why it is a variant to measure on random shapes and not yet the runtime's. (With 32x64
+    x4 at its measured efficiency, 0.40 since 2026-12-07: spread 0.149 -> 0.104, regret 1.0228 ->
+    1.0158.)"""
     fit = load_script("model_fit")
     cases = fit.table_cases(False)
     off = fit.score(cases)
     monkeypatch.setattr(model, "EPILOGUE_EXPOSURE", 2.0)
     on = fit.score(cases)
     assert len(cases) >= 150
-    assert off[3] > 0.15 and on[3] < 0.12      # spread
-    assert on[0] < off[0] and on[0] < 1.03      # regret geometric mean
+    assert off[3] > 0.14 and on[3] < 0.11      # spread
+    assert on[0] < off[0] < 1.025 and on[0] < 1.02      # regret geometric mean
 
 
 def test_the_occupancy_exponent_of_unaligned_problems(monkeypatch):
@@ -863,13 +865,17 @@ def test_the_nearest_bound_rests_on_the_plans_the_h200_ran(monkeypatch):
     variant in one process), which measured faster on both seeds and no more than 10% slower on
     any shape. The tuned entries' own bound (TUNED_MODEL_SLACK, on since 2026-12-06: it moves the
     logs' 1792x1792x1792 nt) is held at the logs' None, and so is the cut into whole waves and a
-    tail (TAIL_MIN_GAIN, on since 2026-12-07)."""
+    tail (TAIL_MIN_GAIN, on since 2026-12-07); 32x64 x4's efficiency (0.40 since 2026-12-07) at
+    the logs' 0.30."""
+    from dataclasses import replace
     from pathlib import Path
 
     from gemmlab.heuristics import choice
 
     monkeypatch.setattr(choice, "TUNED_MODEL_SLACK", None)
     monkeypatch.setattr(choice, "TAIL_MIN_GAIN", None)
+    monkeypatch.setattr(space, "SM90", tuple(replace(c, efficiency=0.30) if c.label == "32x64 w16x32 x4" else c
+                                             for c in space.SM90))
 
     pb = load_script("probe_breakdown")
     mvp = load_script("model_variant_probe")

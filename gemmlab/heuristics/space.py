@@ -103,7 +103,14 @@ SM90 = (
        k_unroll=1, min_blocks=3),
     _c("s11", 0.61, "128x64 w32x32 x2", block_m=128, block_n=64, warp_m=32, warp_n=32, min_blocks=2),
     _c("s11", 0.61, "64x64 w32x32 x3", block_m=64, block_n=64, warp_m=32, warp_n=32, min_blocks=3),
-    _c("s11", 0.30, "32x64 w16x32 x4", block_m=32, block_n=64, warp_m=16, warp_n=32, min_blocks=4),
+    # 32x64 x4: 0.30 until 2026-12-07 (an estimate). It ran faster than that on small problems, where
+    # its four blocks an SM fill the GPU that 64x64 x3 or 128x32 leave part empty: at 0.40, on fresh
+    # random shapes (scripts/model_variant_probe.py --random 120, seeds 52-54, variant eff32x64_40,
+    # H100 running the H200 table's plans, results/h100/logs/6e0b2d3/eff32x64-seed5*.txt) the 57
+    # plans it changes ran 1.24x faster (geometric mean; worst 0.925, 160x773x588 tt), and auto
+    # against cuBLAS over the 120 shapes of each seed rose 0.931 -> 0.960, 0.929 -> 0.964, 0.931 ->
+    # 0.964 (rule written before the run: docs/dispatch.md, "Small batched GEMMs").
+    _c("s11", 0.40, "32x64 w16x32 x4", block_m=32, block_n=64, warp_m=16, warp_n=32, min_blocks=4),
     # Decode-sized M (17-128): 32-row tiles with 16x64 warps (4x8 outputs per thread). H200,
     # scripts/small_m_probe.py (results/h200/logs/small-m-probe.txt), against the best of the tiles
     # above at the same shape: 24x4096x4096 48.2-48.4 us against 70.2 (s10 64x256 split 8), nt
