@@ -206,46 +206,19 @@ def kernel_for(spec, cfg, variant, arch) -> CompiledKernel:
 
 _COPY_SRC = '#include "common.cuh"\n'
 COPY_RUN = 128  # GEMMLAB_COPY_RUN in kernels/common.cuh: elements one warp of gemmlab_copy copies per step
-_COPY256_SRC = '#include "copy256.cuh"\n'
-# The repack's copy kernel, by the run a warp copies a step: 128, gemmlab_copy (4 loads a lane in
-# flight); 256, gemmlab_copy256 (kernels/copy256.cuh: 8). 128 until the 256 is timed
-# (scripts/model_variant_probe.py, variant copy256; prediction in docs/dispatch.md, "The copies").
-REPACK_RUN = COPY_RUN
-_COPY_KERNELS = {COPY_RUN: (_COPY_SRC, "gemmlab_copy"), 256: (_COPY256_SRC, "gemmlab_copy256")}  # by run
 
 
-def copy_runs(rows: int, cols: int, batch: int, s_dst, run: int = COPY_RUN) -> int:
-    """The runs (warp tasks) of the copy kernel of ``run`` elements a warp a step for a rows x cols
-    x batch copy into strides ``s_dst`` (bs, rs, cs): lines along the destination's unit-stride
-    dimension, as the kernel walks them."""
+def copy_runs(rows: int, cols: int, batch: int, s_dst) -> int:
+    """The runs (warp tasks) of gemmlab_copy for a rows x cols x batch copy into strides ``s_dst``
+    (bs, rs, cs): lines along the destination's unit-stride dimension, as the kernel walks them."""
     inner, outer = (cols, rows) if (s_dst[2] == 1 or s_dst[1] != 1) else (rows, cols)
-    return -(-inner // run) * outer * batch
+    return -(-inner // COPY_RUN) * outer * batch
 
 
 _REDUCE_SRC = '#include "splitk_reduce.cuh"\n'
 _TRANSPOSE_SRC = '#include "transpose.cuh"\n'
-_TRANSPOSE64_SRC = '#include "transpose64.cuh"\n'
-# The transposing copy's kernel: 32, gemmlab_transpose (kernels/transpose.cuh: 32x32 tiles, grid-
-# strided); 64, gemmlab_transpose64 (kernels/transpose64.cuh: 64x64 tiles, 16 elements a thread a
-# barrier, no division).
-# 32 until the 64 is timed (scripts/model_variant_probe.py, variant transpose64; prediction in
-# docs/dispatch.md, "The copies").
-TRANSPOSE_TILE = 32
 _SPLIT_SRC = '#include "copy/split_tf32.cuh"\n'
 _FIXUP_SRC = '#include "stream_k_fixup.cuh"\n'
-_ZERO_SRC = '#include "zero_counters.cuh"\n'
-# Split-K through the workspace (slices not added in a cluster): False, the GEMM kernel writes the
-# partials and the reduce kernel adds them (kernels/splitk_reduce.cuh); True, the last slice of
-# each tile adds them inside the GEMM kernel (variant "last_slice", kernels/epilogue/splitk_last.cuh:
-# no second kernel, the partials read from L2), after a launch that zeroes the tiles' counters.
-# False until timed (scripts/model_variant_probe.py, variant last_slice; prediction in
-# docs/dispatch.md, "Split-K without the reduce kernel").
-LAST_SLICE_REDUCE = False
-# With LAST_SLICE_REDUCE: "apart", the grid's y is the slice (a tile's slices run waves apart in a
-# grid longer than a wave); "together", the slices of a tile are adjacent blocks of x (they finish
-# together, and the last reads partials written moments before). "apart" until both are timed
-# (variants last_slice and last_slice_together).
-LAST_SLICE_ORDER = "apart"
 
 
 def _ready_kernel(src: str, name: str, arch: str, dev: int, smem: int, capturing: bool):
@@ -288,14 +261,11 @@ class _Builder:
     # -- the strided batched copies (repacking): one or two operands in one launch -------------
     def copy(self, label, jobs):
         """``jobs``: one or two (src_ref, dst_ref, rows, cols, batch, src strides (bs, rs, cs), dst
-        strides). One warp per run of REPACK_RUN elements along the destination's unit-stride
-        dimension (gemmlab_copy in kernels/common.cuh, or gemmlab_copy256), 8 warps a block; the
-        grid is capped (the kernel strides over the rest) and shared between the jobs in
-        proportion to their runs."""
+        strides). One warp per run of COPY_RUN elements along the destination's unit-stride
+        dimension (kernels/common.cuh), 8 warps a block; the grid is capped (the kernel strides over
+        the rest) and shared between the jobs in proportion to their runs."""
         assert 1 <= len(jobs) <= 2, jobs
-        run = REPACK_RUN if REPACK_RUN in _COPY_KERNELS else COPY_RUN
-        src, name = _COPY_KERNELS[run]
-        runs = [copy_runs(*j[2:5], j[6], run) for j in jobs]
+        runs = [copy_runs(*j[2:5], j[6]) for j in jobs]
         cap = 132 * 16
         if len(jobs) == 1:
             blocks = [max(1, min(-(-runs[0] // 8), cap))]
@@ -310,22 +280,16 @@ class _Builder:
             if src_ref is not None:
                 ptrs += [(11 * i, *src_ref), (11 * i + 1, *dst_ref)]
         values.append(blocks[0])
-        self.add(label, src, name, self.arch, (sum(blocks), 1, 1), 256, 0, kinds, values, ptrs)
+        self.add(label, _COPY_SRC, "gemmlab_copy", self.arch, (sum(blocks), 1, 1), 256, 0, kinds, values, ptrs)
 
     # -- K-major B into a row-major copy ------------------------------------------------------
     def transpose(self, label, src_ref, dst_ref, rows, cols, batch, src_bs, src_cs, dst_bs, dst_ld):
-        """gemmlab_transpose64 (a 64x64 tile a block, the grid over the tiles) where TRANSPOSE_TILE
-        is 64 and the tiles along ``cols`` fit a grid's y (65535); else gemmlab_transpose (32x32
-        tiles, a grid of at most 16 blocks an SM striding over them)."""
+        tiles = -(-rows // 32) * -(-cols // 32)
+        blocks = max(1, min(tiles, 132 * 16))
         kinds = ["ptr", "ptr"] + ["i64"] * 7
         values = [0, 0, rows, cols, batch, src_bs, src_cs, dst_bs, dst_ld]
-        if TRANSPOSE_TILE == 64 and -(-cols // 64) <= 65535:
-            src, name = _TRANSPOSE64_SRC, "gemmlab_transpose64"
-            grid = (max(1, -(-rows // 64)), max(1, -(-cols // 64)), min(batch, 65535))
-        else:
-            tiles = -(-rows // 32) * -(-cols // 32)
-            src, name, grid = _TRANSPOSE_SRC, "gemmlab_transpose", (max(1, min(tiles, 132 * 16)), 1, min(batch, 65535))
-        self.add(label, src, name, self.arch, grid, 256, 0, kinds, values, [(0, *src_ref), (1, *dst_ref)])
+        self.add(label, _TRANSPOSE_SRC, "gemmlab_transpose", self.arch, (blocks, 1, min(batch, 65535)), 256, 0,
+                 kinds, values, [(0, *src_ref), (1, *dst_ref)])
 
     # -- 3xTF32: an operand into K-major hi and lo copies --------------------------------------
     def split(self, label, src_ref, dst_ref, rows, cols, batch, src_bs, src_xs, src_ks, dst_bs, ld, lo_off):
@@ -347,12 +311,6 @@ class _Builder:
         self.add("reduce", _REDUCE_SRC, "gemmlab_splitk_reduce", self.arch, (blocks, 1, 1), 256, 0, kinds, values,
                  [(0, *ws_ref), (1, *d_ref), (15, *c_ref)], [(12, "alpha"), (13, "beta")])
 
-    # -- the split-K tile counters of the last-slice reduce, zeroed ------------------------------
-    def zero_counters(self, ref, n):
-        blocks = max(1, min(-(-n // 256), 132 * 4))
-        self.add("zero counters", _ZERO_SRC, "gemmlab_zero_counters", self.arch, (blocks, 1, 1), 256, 0,
-                 ["ptr", "i64"], [0, n], [(0, *ref)])
-
     # -- stream-K's fixup: the cut tiles' partial slots added, the epilogue applied -------------
     def stream_k_fixup(self, slots_ref, d_ref, c_ref, prob: Problem, blocks, bm, bn, bk, group_m):
         kinds = ["ptr", "ptr"] + ["i64"] * 5 + ["i32"] * 3 + ["f32", "f32", "ptr", "i64", "i64"]
@@ -363,12 +321,10 @@ class _Builder:
                  256, 0, kinds, values, [(0, *slots_ref), (1, *d_ref), (12, *c_ref)], [(10, "alpha"), (11, "beta")])
 
     # -- a stage kernel ------------------------------------------------------------------------
-    def gemm(self, spec, cfg, prob: Problem, refs: dict, scalars: bool, stream_k=None, last_slice=None):
+    def gemm(self, spec, cfg, prob: Problem, refs: dict, scalars: bool, stream_k=None):
         """refs: {"a": (source, offset), "b": ..., "d": ...}; scalars: alpha/beta are slots (else
         the values in ``prob`` are baked in, e.g. 1 and 0 for split-K partials). ``stream_k``:
-        (blocks, slots ref): the stream-K grid and its partial slots. ``last_slice``: (d ref, d
-        strides (rs, cs, bs), c ref, c strides, counters ref): the partials' last slice adds them
-        into that output (variant "last_slice"), with the call's alpha and beta."""
+        (blocks, slots ref): the stream-K grid and its partial slots."""
         other = spec.fallback(cfg, prob)
         if other is not None:
             spec, cfg = other
@@ -380,11 +336,6 @@ class _Builder:
         if stream_k is not None:
             variant = {**variant, "stream_k": 1}
             grid = (stream_k[0], 1, 1)
-        elif last_slice is not None:
-            together = LAST_SLICE_ORDER == "together"
-            variant = {**variant, "last_slice": 2 if together else 1}
-            if together:  # x = tile * slices + slice (jit/source.py decodes it)
-                grid = (grid[0] * grid[1], 1, grid[2])
         if grid[0] > INT32_MAX:
             raise ConfigError(f"stage {spec.id}: {grid[0]} blocks exceed the grid limit; use a larger tile")
         if grid[1] > 65535:
@@ -414,13 +365,6 @@ class _Builder:
             values.append(0)
         n_common = 3 + len(COMMON_PARAMS)
         scalar_slots = [(n_common, "alpha"), (n_common + 1, "beta")] if scalars else []
-        if last_slice is not None:  # the wrapper's so_* parameters (jit/source.py)
-            d_ref, d_strides, c_ref, c_strides, counters_ref = last_slice
-            at = len(kinds)
-            kinds += ["ptr", "i64", "i64", "i64", "f32", "f32", "ptr", "i64", "i64", "i64", "ptr"]
-            values += [0, *d_strides, 1.0, 0.0, 0, *c_strides, 0]
-            ptr_slots += [(at, *d_ref), (at + 6, *c_ref), (at + 10, *counters_ref)]
-            scalar_slots += [(at + 4, "alpha"), (at + 5, "beta")]
         step = self.add(spec.id, src, name, spec.compile_arch(cfg, self.arch), grid, spec.launch_threads(cfg, variant),
                         spec.smem_bytes(cfg, variant), kinds, values, ptr_slots, scalar_slots, tmaps)
         return step, spec, cfg, variant
@@ -606,18 +550,10 @@ def _sliced_gemm(b: _Builder, spec, cfg, prob: Problem, refs: dict, split_k: int
         off = b.ws_region(ws_bs * prob.batch)
         part = replace(sliced, d_ss=ws_ss, ldd=ws_ld, d_bs=ws_bs if prob.batch > 1 else 0, d_ptr=0, alpha=1.0,
                        beta=0.0, c_rs=None, c_cs=None, c_bs=None)  # partial products into the workspace
-        ws_refs = {**refs, "d": ("ws", off), "c": ("ws", off)}
-        if LAST_SLICE_REDUCE:  # the last slice of each tile adds the partials (no reduce kernel)
-            run_spec, run_cfg = spec.fallback(cfg, part) or (spec, cfg)
-            counters = run_spec.tiles(run_cfg, prob.M, prob.N, prob.batch)
-            c_off = b.ws_region(counters)
-            b.zero_counters(("ws", c_off), counters)
-            out = (refs["d"], (prob.ldd, 1, prob.d_bs), refs.get("c", refs["d"]), prob.c_strides(), ("ws", c_off))
-            main, spec_run, cfg_run, variant = b.gemm(spec, cfg, part, ws_refs, scalars=False, last_slice=out)
-        else:
-            main, spec_run, cfg_run, variant = b.gemm(spec, cfg, part, ws_refs, scalars=False)
-            b.reduce(("ws", off), refs["d"], refs.get("c", refs["d"]), prob.M, prob.N, splits, ws_ld, ws_ss, ws_bs,
-                     prob.ldd, 1, prob.d_bs, prob.batch, prob.c_strides())
+        main, spec_run, cfg_run, variant = b.gemm(spec, cfg, part, {**refs, "d": ("ws", off), "c": ("ws", off)},
+                                                  scalars=False)
+        b.reduce(("ws", off), refs["d"], refs.get("c", refs["d"]), prob.M, prob.N, splits, ws_ld, ws_ss, ws_bs,
+                 prob.ldd, 1, prob.d_bs, prob.batch, prob.c_strides())
     else:
         main, spec_run, cfg_run, variant = b.gemm(spec, cfg, prob, refs, scalars=True)
     return main, spec_run, cfg_run, variant, splits, in_cluster

@@ -15,7 +15,6 @@ each shape's tile, each split as the plan runs it, in a cluster where ``model.in
 and logs of scripts/small_tile_probe.py theirs (``--small-tile FILE``: every tile of the space it
 timed, at each split).
 
-``--last-wave`` scores model.LAST_WAVE_RESIDENCY off and on (with EPILOGUE_EXPOSURE 0 and 2), and
 ``--batched FILE[,FILE]`` adds logs of scripts/batched_tile_probe.py (every tile of the space it
 timed, no split).
 
@@ -24,7 +23,7 @@ to the regret how well the model's times match the measured ones: the spread (st
 of log(measured / predicted) over every candidate, and their ratio's geometric mean. ``--by-k``
 prints measured / predicted per tile and slice length over all the sets.
     python3 scripts/model_fit.py [--probe FILE] [--occupancy FILE[,FILE]] [--small-tile FILE] [--batched FILE[,FILE]]
-                                 [--epilogue | --by-k | --last-wave]"""
+                                 [--epilogue | --by-k]"""
 import itertools
 import json
 import math
@@ -213,11 +212,6 @@ def main():
         cases["batched"] = batched_cases(sys.argv[sys.argv.index("--batched") + 1].split(","))
     if "--epilogue" in sys.argv:
         return sweep_epilogue(cases)
-    if "--last-wave" in sys.argv:
-        print("  last  epi  " + "  ".join(f"{k} ({len(v)}): regret gmean / max / spread / meas:pred" for k, v in cases.items()))
-        grid = [{"LAST_WAVE_RESIDENCY": on, "EPILOGUE_EXPOSURE": x} for x in (0.0, 2.0) for on in (False, True)]
-        return sweep(cases, grid, lambda p: f"  {'on ' if p['LAST_WAVE_RESIDENCY'] else 'off'}  {p['EPILOGUE_EXPOSURE']:3.1f}  ",
-                     lambda sc: f"{sc[0]:.4f} / {sc[1]:.2f} / {sc[3]:.3f} / {sc[4]:.2f}", 48)
     if "--by-k" in sys.argv:
         return by_k_slice([c for v in cases.values() for c in v])
     # the occupancy exponent of aligned and of unaligned problems moved together

@@ -16,7 +16,6 @@ import sys
 
 from gemmlab import api
 from gemmlab.bench import suites
-from gemmlab import plan as plan_layer
 from gemmlab.heuristics import choice, model, space, table
 from gemmlab.stages import get, s11_tma
 
@@ -46,6 +45,8 @@ VARIANTS = {
     # unaligned operands: never copied / always copied into an aligned workspace
     "rp_never": ((choice, "REPACK_MIN_FLOP_PER_BYTE", float("inf")),),
     "rp_always": ((choice, "REPACK_MIN_FLOP_PER_BYTE", 0.0),),
+    # no copy of an operand below K = 257 (choice.REPACK_MIN_K; docs/dispatch.md "Repacked plans")
+    "rp_min_k257": ((choice, "REPACK_MIN_K", 257),),
     # s10 and s11 add 3 to 8 slices in a cluster where all the grid's clusters are resident (the
     # runtime since 2026-12-04), or only 2 slices in a cluster and more through the workspace
     "resident2": ((get("s10"), "RESIDENT_CLUSTER_MAX", 2), (get("s11"), "RESIDENT_CLUSTER_MAX", 2)),
@@ -113,28 +114,14 @@ VARIANTS = {
                  (choice, "TAIL_BATCHED", True), (choice, "TAIL_LARGER_TILE_MIN_K", 0)),
     # the cut as the first tail-check timed it: its first tile any size at any K >= TAIL_MIN_K
     "tail_any_tile": ((choice, "TAIL_LARGER_TILE_MIN_K", 0),),
-    # a partial last wave at the residency its blocks have (model.LAST_WAVE_RESIDENCY; off in the
-    # runtime): batched_tile_probe.py's shapes, where 128x64 x3 ran 1.21x the heuristic's 128x128 x2
-    "last_wave": ((model, "LAST_WAVE_RESIDENCY", True),),
-    # 32x64 x4 at a higher efficiency than the space's 0.30: the H200 table's shortlists rank better
-    # at 0.40-0.45 (scripts/model_fit.py: regret 1.0325 -> 1.0228 / 1.0219), measured 0.74x its
-    # predicted time at K <= 1024 there and ~0.6x on the H100's batched probe
     # the epilogue term with the cut's K bounds lifted: does the model's own term refuse the cuts
     # the bounds refuse (2426x5810x378, 2896x1897x572) and keep the others?
     "epi2_tail_unbounded": ((model, "EPILOGUE_EXPOSURE", 2.0), (choice, "TAIL_MIN_K", 0),
                             (choice, "TAIL_LARGER_TILE_MIN_K", 0)),
     "tail_unbounded": ((choice, "TAIL_MIN_K", 0), (choice, "TAIL_LARGER_TILE_MIN_K", 0)),
-    # the transposing copy in 64x64 tiles (plan.TRANSPOSE_TILE, kernels/transpose64.cuh): the
-    # same choices, another copy kernel
-    "transpose64": ((plan_layer, "TRANSPOSE_TILE", 64),),
-    # the repack's copy with runs of 256 (plan.REPACK_RUN, kernels/copy256.cuh); both copy kernels
-    "copy256": ((plan_layer, "REPACK_RUN", 256),),
-    # split-K through the workspace added by each tile's last slice inside the GEMM kernel
-    # (plan.LAST_SLICE_REDUCE, kernels/epilogue/splitk_last.cuh): the same choices, no reduce kernel
-    "last_slice": ((plan_layer, "LAST_SLICE_REDUCE", True),),
-    "last_slice_together": ((plan_layer, "LAST_SLICE_REDUCE", True), (plan_layer, "LAST_SLICE_ORDER", "together")),
-    "copies_wide": ((plan_layer, "TRANSPOSE_TILE", 64), (plan_layer, "REPACK_RUN", 256)),
-    "eff32x64_40": ((space, "SM90", _eff("32x64 w16x32 x4", 0.40)),),
+    # 32x64 x4 at the efficiency it had before its measurement (0.30; 0.40 since 2026-12-07,
+    # results/h100/logs/6e0b2d3/eff32x64-seed5*.txt), and higher still
+    "eff32x64_30": ((space, "SM90", _eff("32x64 w16x32 x4", 0.30)),),
     "eff32x64_45": ((space, "SM90", _eff("32x64 w16x32 x4", 0.45)),),
     "at_entry": ((choice, "A_TRANSPOSE_WITHOUT_ITS_ENTRY", None),),  # the rule before the twenty-second session
     "at_heuristic": ((choice, "A_TRANSPOSE_WITHOUT_ITS_ENTRY", "heuristic"),),

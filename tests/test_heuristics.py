@@ -369,6 +369,28 @@ def test_should_repack_k_major_b_of_an_unaligned_problem(monkeypatch):
     assert all(heuristics.should_repack(p) for p in (odd, big_odd, even))
 
 
+
+def test_no_repack_below_repack_min_k(monkeypatch):
+    """choice.REPACK_MIN_K (0 as shipped: off) keeps every operand where it is below that K, both
+    the unaligned copy and the K-major B transpose, and the plan then runs the same tile on the
+    caller's operands; at and above it the rules decide as before. Shapes from seed 50-54's
+    repacked plans (docs/dispatch.md, "Repacked plans on random shapes")."""
+    from gemmlab.heuristics import choice
+
+    probe = load_script("model_variant_probe")
+    unaligned = Problem.dense(2900, 1329, 101, "tn", **ALIGNED)   # B's rows (1329) unaligned
+    k_major_b = Problem.dense(2168, 2240, 104, "tt", **ALIGNED)   # aligned, B K-major, M >= 1024
+    deep = Problem.dense(2900, 1329, 257, "tn", **ALIGNED)
+    assert choice.REPACK_MIN_K == 0
+    assert all(heuristics.should_repack(p) for p in (unaligned, k_major_b, deep))
+    before = probe.h200_choice(2900, 1329, 101, "tn", 1)
+    monkeypatch.setattr(choice, "REPACK_MIN_K", 257)
+    assert not heuristics.should_repack(unaligned) and not heuristics.should_repack(k_major_b)
+    assert heuristics.should_repack(deep)
+    after = probe.h200_choice(2900, 1329, 101, "tn", 1)
+    assert before.repack and not after.repack
+    assert (after.spec.id, after.config, after.split_k) == (before.spec.id, before.config, before.split_k)
+
 # ---- the problem and its operand views ------------------------------------------------------------------
 
 def test_operand_views():
@@ -641,33 +663,9 @@ def test_the_occupancy_exponent_of_unaligned_problems(monkeypatch):
     assert len(cases) >= 30 and fit.score(cases)[0] < at_half - 0.01
 
 
-def test_the_last_wave_at_its_own_residency(monkeypatch):
-    """model.LAST_WAVE_RESIDENCY (off as shipped): a grid longer than a wave whose last wave is
-    partial pays for that wave at the blocks its SMs then hold. 384^3x48 nn on 128x64 x3: 864
-    blocks, 2 whole waves of 396 and 72 left, one an SM, at (1/3) ** 0.5 of the SM each; a tile of
-    one block an SM, or a grid of whole waves, is unchanged."""
-    x3 = next(c for c in space.SM90 if c.label == "128x64 w64x32 bk16 ku1 x3")
-    x1 = next(c for c in space.SM90 if c.label == "128x256 w64x64 ku4")
-    assert model.LAST_WAVE_RESIDENCY is False
-    off = model.predict(x3, 384, 384, 384, 48, 1, GPU)
-    whole = model.predict(x3, 384, 384, 384, 33, 1, GPU)  # 594 blocks: 1.5 waves
-    one_an_sm = model.predict(x1, 384, 384, 384, 48, 1, GPU)
-    single = model.predict(x3, 384, 384, 384, 2, 1, GPU)  # 36 blocks: less than a wave
-    monkeypatch.setattr(model, "LAST_WAVE_RESIDENCY", True)
-    on = model.predict(x3, 384, 384, 384, 48, 1, GPU)
-    wave = off.seconds / 3  # a whole wave, three blocks an SM
-    last = (wave - model.BLOCK_OVERHEAD_S) * (1 / 3) / (1 / 3) ** 0.5 + model.BLOCK_OVERHEAD_S
-    assert off.blocks == 864 and math.isclose(on.seconds, 2 * wave + last)
-    assert model.predict(x3, 384, 384, 384, 33, 1, GPU).seconds < whole.seconds  # 198 left: 2 an SM
-    assert model.predict(x1, 384, 384, 384, 48, 1, GPU).seconds == one_an_sm.seconds
-    assert model.predict(x3, 384, 384, 384, 2, 1, GPU).seconds == single.seconds
-
-
-def test_model_fit_reads_the_batched_tile_probe_and_the_last_wave_ranks_it_better(monkeypatch):
+def test_model_fit_reads_the_batched_tile_probe():
     """scripts/model_fit.py --batched on the recorded batched_tile_probe.py logs (H100, fa4a39e):
-    every shape with the space's tiles it timed; LAST_WAVE_RESIDENCY lowers the regret of the
-    model's pick there (1.056 -> 1.031) and leaves the H200 table's aligned shortlists as they
-    were (1.0325)."""
+    every shape with the space's tiles it timed."""
     from pathlib import Path
 
     fit = load_script("model_fit")
@@ -679,10 +677,6 @@ def test_model_fit_reads_the_batched_tile_probe_and_the_last_wave_ranks_it_bette
     assert all(len(c[7]) == 5 for c in cases)
     by = {c[0]: {cand.label: ms for cand, _, ms in c[7]} for c in cases}
     assert by["384x384x384x48 nn"]["128x64 w64x32 bk16 ku1 x3"] == 139.6e-3
-    table = fit.table_cases(False)
-    off, table_off = fit.score(cases)[0], fit.score(table)[0]
-    monkeypatch.setattr(model, "LAST_WAVE_RESIDENCY", True)
-    assert fit.score(cases)[0] < off - 0.02 and fit.score(table)[0] == table_off
 
 
 def test_probe_breakdown_reads_the_recorded_probe():

@@ -456,10 +456,7 @@ def test_gpu_space_configs(cand, layout):
 
 
 @pytest.mark.parametrize("src,name", [('#include "common.cuh"\n', "gemmlab_copy"),
-                                      ('#include "copy256.cuh"\n', "gemmlab_copy256"),
-                                      ('#include "zero_counters.cuh"\n', "gemmlab_zero_counters"),
                                       ('#include "transpose.cuh"\n', "gemmlab_transpose"),
-                                      ('#include "transpose64.cuh"\n', "gemmlab_transpose64"),
                                       ('#include "splitk_reduce.cuh"\n', "gemmlab_splitk_reduce"),
                                       ('#include "stream_k_fixup.cuh"\n', "gemmlab_stream_k_fixup"),
                                       ('#include "copy/split_tf32.cuh"\n', "gemmlab_split_tf32")])
@@ -515,17 +512,14 @@ def test_copy_grid_counts_the_kernels_runs():
 
     src = (Path(gemmlab.__file__).parent / "kernels" / "common.cuh").read_text()
     assert f"#define GEMMLAB_COPY_RUN {plan.COPY_RUN}\n" in src
-    assert "copy_two<256>" in (Path(gemmlab.__file__).parent / "kernels" / "copy256.cuh").read_text()
 
 
-@pytest.mark.parametrize("run", [128, 256])
-def test_repack_copy_follows_repack_run(monkeypatch, run):
-    """plan.REPACK_RUN picks the repack's copy kernel, each from its own source (the JIT cache keys
-    on the source), and sizes the grid by that kernel's run: a 3333x2222 copy is 18 (or 9) runs a
-    line, 8 warps a block, capped at 16 blocks an SM; two copies share the cap by their runs."""
+def test_repack_copy_grid_counts_runs_of_copy_run():
+    """The repack's copy is gemmlab_copy from common.cuh, its grid sized by COPY_RUN: a 3333x2222
+    copy is 18 runs a line, 8 warps a block, capped at 16 blocks an SM; two copies share the cap
+    by their runs."""
     from gemmlab import plan
 
-    monkeypatch.setattr(plan, "REPACK_RUN", run)
     launches = []
     b = plan._Builder.__new__(plan._Builder)
     b.arch = "sm_90"
@@ -534,10 +528,9 @@ def test_repack_copy_follows_repack_run(monkeypatch, run):
     small = (("b",), ("ws", 4), 64, 100, 1, (0, 100, 1), (0, 100, 1))
     b.copy("repack a", [job])
     b.copy("repack a and b", [job, small])
-    name, src = ("gemmlab_copy256", '#include "copy256.cuh"\n') if run == 256 else \
-        ("gemmlab_copy", '#include "common.cuh"\n')
-    runs = -(-2222 // run) * 3333
-    assert plan.copy_runs(3333, 2222, 1, (0, 2224, 1), run) == runs
+    name, src = "gemmlab_copy", '#include "common.cuh"\n'
+    runs = -(-2222 // 128) * 3333
+    assert plan.copy_runs(3333, 2222, 1, (0, 2224, 1)) == runs
     assert launches[0] == (name, (min(-(-runs // 8), 132 * 16), 1, 1), src)
     assert launches[1][0] == name and launches[1][1][0] == 132 * 16
 
@@ -646,32 +639,35 @@ def test_gpu_pdl_off_launches_plainly(monkeypatch):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("run", [128, 256])
 @pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("M,N,K", [(127, 129, 131), (3, 257, 5), (255, 3, 129), (1, 1, 385), (255, 257, 259)])
-def test_gpu_repack_copy_runs(layout, M, N, K, run, monkeypatch):
-    """The repack copy (gemmlab_copy: one warp per run of 128 elements of a line; gemmlab_copy256
-    with plan.REPACK_RUN 256) on lines one short of, one past and far below a run, batched, and
-    on operands with no unit stride."""
+@pytest.mark.parametrize("M,N,K", [(127, 129, 131), (3, 257, 5), (255, 3, 129), (2, 3, 385)])
+def test_gpu_repack_copy_runs(layout, M, N, K):
+    """The repack copy (gemmlab_copy: one warp per run of 128 elements of a line) on lines one
+    short of, one past and far below a run, batched, and on operands with no unit stride. Each
+    plan is checked to run the copy, so no shape stops covering it unnoticed: with repack=1, and
+    with both operands strided (every other row and column: both copied, in one launch). The
+    shapes are ones the plan repacks both ways (checked on the CPU); a 1x1x385 problem, say, is
+    not copied strided: a single row or column counts as unit-strided (Operand.unit_strided), and
+    its plan runs s10 on the operands as they are."""
     import torch
 
     import gemmlab
-    from gemmlab import api, check, plan
+    from gemmlab import api, check
 
-    monkeypatch.setattr(plan, "REPACK_RUN", run)
-    api.clear_plan_cache()
-
+    a, b, c = check.random_operands(M, N, K, layout, 3)
+    plan, _ = api.prepare(a, b, c, alpha=0.5, beta=3.0, out=check.poisoned_like(c), stage="s11",
+                          config={"repack": 1}, batched=True)
+    assert "gemmlab_copy" in plan.kernels, plan.kernels
     r = _check(gemmlab.gemm_batched, M, N, K, layout, batch=3, stage="s11", config={"repack": 1})
     assert r.correct, r
     a, b, _ = check.random_operands(2 * M, 2 * N, 2 * K, layout, 2)
     a, b = a[:, ::2, ::2], b[:, ::2, ::2]  # every other row and column: copied
     out = torch.full((2, M, N), float("nan"), device="cuda")
+    plan, _ = api.prepare(a, b, out=out, stage="s11", batched=True)
+    assert plan.kernels[0] == "gemmlab_copy" and plan.steps[0].label == "repack a + repack b", plan.kernels
     gemmlab.gemm_batched(a, b, out=out, stage="s11")
     torch.cuda.synchronize()
     assert check.compare(out, check.reference(a, b, None, 1.0, 0.0), K).correct
-    kernels = api.prepare(a, b, out=out, stage="s11", batched=True)[0].describe()["kernels"]
-    api.clear_plan_cache()
-    assert ("gemmlab_copy256" if run == 256 else "gemmlab_copy") in kernels, kernels
 
 
 @pytest.mark.gpu
@@ -912,37 +908,20 @@ def test_transpose_kernel_compiles():
     ck = compile_cubin('#include "transpose.cuh"\n', "gemmlab_transpose", "sm_90")
     info = sass.inspect(ck.cubin, ck.name)
     assert info["local_bytes"] == 0 and info["mix"].get("BAR", 0) >= 2 and info["mix"].get("STS", 0) >= 1
-    # the 64x64 kernel: 16 loads, shared stores, shared loads and stores a thread in each of its two
-    # paths (inside the matrix, and across its edge), and far less integer work for each (no
-    # division, pointer increments): under half the 32x32 kernel's integer instructions a load
-    wide = sass.inspect(compile_cubin('#include "transpose64.cuh"\n', "gemmlab_transpose64", "sm_90").cubin,
-                        "gemmlab_transpose64")
-    assert wide["local_bytes"] == 0 and wide["registers"] <= 64
-    assert all(wide["mix"].get(op, 0) == 32 for op in ("LDG", "STS", "LDS", "STG"))
-    integer = lambda mix: sum(mix.get(op, 0) for op in ("IMAD", "IADD3", "ISETP", "LEA", "SHF"))  # noqa: E731
-    assert integer(wide["mix"]) / wide["mix"]["LDG"] < 0.5 * integer(info["mix"]) / info["mix"]["LDG"]
 
 
-@pytest.mark.parametrize("tile", [32, 64])
-def test_transpose_launch_follows_transpose_tile(monkeypatch, tile):
-    """plan.TRANSPOSE_TILE picks the transposing copy's kernel and grid: 64, a block for each 64x64
-    tile (x along rows, y along columns, z the batches up to 65535), with the 32x32 kernel where
-    the columns' tiles would not fit a grid's y; 32, at most 16 blocks an SM striding over 32x32 tiles."""
+def test_transpose_launch_grid():
+    """The transposing copy is gemmlab_transpose from transpose.cuh: a grid of at most 16 blocks
+    an SM striding over its 32x32 tiles, the batches on z up to 65535."""
     from gemmlab import plan
 
-    monkeypatch.setattr(plan, "TRANSPOSE_TILE", tile)
     launches = []
     b = plan._Builder.__new__(plan._Builder)
     b.arch = "sm_90"
     b.add = lambda label, src, name, arch, grid, *rest: launches.append((name, grid, src))
     b.transpose("turn b", ("b",), ("ws", 0), 2049, 768, 1, 0, 2049, 0, 768)
     b.transpose("turn b", ("b",), ("ws", 0), 100, 65535 * 64 + 1, 70000, 0, 100, 0, 65535 * 64 + 1)
-    # each kernel from its own source: the JIT cache keys on the source, so one source with two
-    # kernel names would hand the second name the first one's compiled kernel
-    if tile == 64:
-        assert launches[0] == ("gemmlab_transpose64", (33, 12, 1), '#include "transpose64.cuh"\n')
-    else:
-        assert launches[0] == ("gemmlab_transpose", (65 * 24, 1, 1), '#include "transpose.cuh"\n')
+    assert launches[0] == ("gemmlab_transpose", (65 * 24, 1, 1), '#include "transpose.cuh"\n')
     assert launches[1] == ("gemmlab_transpose", (132 * 16, 1, 65535), '#include "transpose.cuh"\n')
 
 
@@ -1001,22 +980,15 @@ def test_gpu_a_transpose(layout, M, N, K, batch, bcast, stage):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("tile", [32, 64])
 @pytest.mark.parametrize("layout", ["nt", "tt"])
 @pytest.mark.parametrize("M,N,K,batch,bcast", [(1100, 300, 257, None, False), (130, 129, 95, 3, False),
-                                                (200, 64, 70, 4, True), (1024, 1, 33, None, False),
-                                                (333, 1000, 777, 2, False), (512, 384, 256, None, False)])
-def test_gpu_transposed_b(layout, M, N, K, batch, bcast, tile, monkeypatch):
-    """repack=1 turns a K-major B into a row-major workspace copy (gemmlab_transpose, or
-    gemmlab_transpose64 with plan.TRANSPOSE_TILE 64: edges in both directions, whole tiles only,
-    batched, one B for every matrix) first."""
+                                                (200, 64, 70, 4, True), (1024, 1, 33, None, False)])
+def test_gpu_transposed_b(layout, M, N, K, batch, bcast):
+    """repack=1 turns a K-major B into a row-major workspace copy (gemmlab_transpose) first."""
     import torch
 
     import gemmlab
-    from gemmlab import api, check, plan
-
-    monkeypatch.setattr(plan, "TRANSPOSE_TILE", tile)
-    api.clear_plan_cache()
+    from gemmlab import api, check
 
     a, b, c = check.random_operands(M, N, K, layout, batch)
     if bcast:
@@ -1028,11 +1000,8 @@ def test_gpu_transposed_b(layout, M, N, K, batch, bcast, tile, monkeypatch):
     assert check.compare(out, check.reference(a, b, c, 0.5, 3.0), K).correct
     plan_, _ = api.prepare(a, b, c, 0.5, 3.0, out=out, stage="s11", config={"repack": 1, "split_k": 2},
                            batched=bool(batch))
-    kernels = plan_.describe()["kernels"]
-    api.clear_plan_cache()
     turned = N > 1  # a K-major B of one column is N-major too: nothing to turn
-    assert ("gemmlab_transpose64" in kernels) == (turned and tile == 64), kernels
-    assert ("gemmlab_transpose" in kernels) == (turned and tile == 32), kernels
+    assert ("gemmlab_transpose" in plan_.kernels) == turned, plan_.kernels
 
 
 def test_kept_workspace_grows_frees_and_reaches_the_plan(monkeypatch):
@@ -1098,163 +1067,3 @@ def test_kept_workspace_grows_frees_and_reaches_the_plan(monkeypatch):
     assert call(100)[0]["ws"] not in {m.ptr for m in made} and len(made) == 3   # under capture
     api.clear_plan_cache()
     assert not api._workspaces and sorted(map(id, freed)) == sorted(map(id, made))
-
-
-# ---- split-K without the reduce kernel: the last slice of each tile adds the partials ------------
-
-LAST_SLICE_CASES = [("s11", {}), ("s11", {"block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32, "min_blocks": 3}),
-                    ("s11", {"producer_warp": 1}), ("s10", {}), ("s07", {})]
-
-
-def _last_slice_source(stage, over):
-    from gemmlab.stages import get
-
-    spec = get(stage)
-    cfg = spec.config(over)
-    variant = spec.variants(cfg)[0]
-    return spec, cfg, variant
-
-
-@pytest.mark.parametrize("order", [1, 2])
-@pytest.mark.parametrize("stage,over", LAST_SLICE_CASES[:4])
-def test_last_slice_kernel_compiles_and_keeps_the_main_loop(stage, over, order):
-    """The "last_slice" variant (kernels/epilogue/splitk_last.cuh after Stage::run; 2: a tile's
-    slices adjacent in the grid's x): no local memory, one atomic add and a device-wide fence, the
-    slot loads through L2, and the main loop's FFMAs as the plain kernel's, with at most 16
-    registers more (the main loop sets the count)."""
-    from gemmlab.analysis import sass
-    from gemmlab.plan import kernel_for
-
-    spec, cfg, variant = _last_slice_source(stage, over)
-    arch = "sm_90a" if over.get("producer_warp") else "sm_90"
-    plain = kernel_for(spec, cfg, variant, arch)
-    last = kernel_for(spec, cfg, {**variant, "last_slice": order}, arch)
-    assert plain.name != last.name and f"_ls{order}" in last.name
-    ops = [i.op for i in sass.instructions(last.cubin, last.name)]
-    plain_ops = [i.op for i in sass.instructions(plain.cubin, plain.name)]
-    assert sum(op.startswith("ATOMG.E.ADD") for op in ops) == 1 and "MEMBAR.SC.GPU" in ops
-    assert "LDG.E.128.STRONG.GPU" in ops and "LDG.E.128.STRONG.GPU" not in plain_ops  # __ldcg: from L2
-    r_plain, r_last = sass.resources(plain.cubin), sass.resources(last.cubin)
-    assert r_last["local_bytes"] == 0 and r_last["stack_bytes"] <= r_plain["stack_bytes"]
-    assert r_last["registers"] <= r_plain["registers"] + 16
-    # the main loop's FFMAs: the same tile's (k_loop may take in a few of the epilogue's)
-    ffma = lambda ck: sum(i.op.startswith("FFMA") for i in sass.k_loop(sass.instructions(ck.cubin)))  # noqa: E731
-    assert ffma(plain) > 0 and abs(ffma(last) - ffma(plain)) <= 16
-
-
-def test_the_wrappers_grid_decode_by_slice_order():
-    """jit/source.py: by default block x is the tile and y the slice (the text every kernel had
-    before the last-slice variant); "last_slice" 2 decodes x as tile * slices + slice, and the
-    last-slice step counts that many slices."""
-    from gemmlab.jit.source import generate
-
-    spec, cfg, variant = _last_slice_source("s10", {})
-    _, plain = generate(spec, cfg, variant)
-    _, apart = generate(spec, cfg, {**variant, "last_slice": 1})
-    _, together = generate(spec, cfg, {**variant, "last_slice": 2})
-    for src in (plain, apart):
-        assert "const int64 pid = blockIdx.x;\n" in src and "(int64)blockIdx.y * d_ss" in src and "slices_" not in src
-    assert "last_slice_reduce" not in plain and "(int)gridDim.y" in apart
-    assert "pid = blockIdx.x / slices_, slice_ = blockIdx.x % slices_" in together
-    assert "slice_ * d_ss" in together and "(int)slices_" in together and "(int64)blockIdx.y" not in together
-
-
-@pytest.mark.parametrize("order,grid", [("apart", (24, 4, 2)), ("together", (96, 1, 2))])
-def test_last_slice_order_sets_the_variant_and_the_grid(monkeypatch, order, grid):
-    """plan.LAST_SLICE_ORDER: "apart", the slices on the grid's y (variant last_slice 1);
-    "together", tiles x slices on x (last_slice 2), a tile's slices adjacent."""
-    from gemmlab import plan
-    from gemmlab.stages import get
-
-    monkeypatch.setattr(plan, "LAST_SLICE_REDUCE", True)
-    monkeypatch.setattr(plan, "LAST_SLICE_ORDER", order)
-    launches = []
-    b = plan._Builder.__new__(plan._Builder)
-    b.arch, b.ws_floats = "sm_90", 0
-    b.add = lambda label, src, name, arch, grid, *rest: launches.append((name, grid)) or "step"
-    spec = get("s10")
-    prob = Problem.dense(1000, 600, 4096, "nn", 2, a_ptr=1 << 20, b_ptr=2 << 20, d_ptr=3 << 20)
-    plan._sliced_gemm(b, spec, spec.config({}), prob, {"a": ("a", 0), "b": ("b", 0), "d": ("d", 0)}, 4, False)
-    assert [n for n, _ in launches][0] == "gemmlab_zero_counters" and len(launches) == 2
-    name, got = launches[1]
-    assert got == grid and name.endswith("_ls1" if order == "apart" else "_ls2")
-
-
-def test_sliced_gemm_takes_the_last_slice_path_only_when_asked(monkeypatch):
-    """plan._sliced_gemm with split-K through the workspace: LAST_SLICE_REDUCE off, the GEMM then
-    the reduce kernel; on, the tiles' counters zeroed (one per tile and batch, after the partials in
-    the workspace), then the GEMM with the output, its strides and the counters, and no reduce."""
-    from gemmlab import plan
-    from gemmlab.stages import get
-
-    spec = get("s11")
-    cfg = spec.config({})
-    prob = Problem.dense(1000, 600, 4096, "nn", 2, a_ptr=1 << 20, b_ptr=2 << 20, d_ptr=3 << 20)
-
-    def run(on):
-        monkeypatch.setattr(plan, "LAST_SLICE_REDUCE", on)
-        calls = []
-        b = plan._Builder.__new__(plan._Builder)
-        b.arch, b.ws_floats = "sm_90", 0
-        b.gemm = lambda spec, cfg, prob, refs, scalars, last_slice=None: calls.append(
-            ("gemm", prob, refs, scalars, last_slice)) or (None, spec, cfg, {})
-        b.reduce = lambda *a: calls.append(("reduce",) + a)
-        b.zero_counters = lambda ref, n: calls.append(("zero", ref, n))
-        refs = {"a": ("a", 0), "b": ("b", 0), "d": ("d", 0)}
-        out = plan._sliced_gemm(b, spec, cfg, prob, refs, 4, False)
-        return calls, out, b.ws_floats
-
-    calls, out, _ = run(False)
-    assert [c[0] for c in calls] == ["gemm", "reduce"] and calls[0][4] is None and out[4] == 4
-    calls, out, ws = run(True)
-    assert [c[0] for c in calls] == ["zero", "gemm"] and out[4] == 4
-    tiles = -(-1000 // 128) * -(-600 // 256) * 2
-    assert calls[0][2] == tiles and calls[0][1][0] == "ws"
-    gemm = calls[1]
-    part, refs, scalars, last = gemm[1:]
-    assert part.alpha == 1.0 and part.beta == 0.0 and part.d_ss > 0 and not scalars and refs["d"][0] == "ws"
-    d_ref, d_strides, c_ref, c_strides, counters = last
-    assert d_ref == ("d", 0) and d_strides == (600, 1, 600 * 1000) and c_ref == ("d", 0)
-    assert counters == calls[0][1] and counters[1] >= 4 * part.d_ss * 2  # after both batches' slots
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("order", ["apart", "together"])
-@pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("stage,over", LAST_SLICE_CASES)
-@pytest.mark.parametrize("M,N,K,split,batch", [(129, 260, 1000, 4, None), (64, 64, 4097, 16, None),
-                                               (257, 33, 95, 3, 2), (1000, 600, 3000, 5, None),
-                                               (333, 555, 777, 3, 3)])
-def test_gpu_last_slice_split_k(monkeypatch, layout, stage, over, M, N, K, split, batch, order):
-    """LAST_SLICE_REDUCE on: split-K through the workspace with no reduce kernel, right against
-    float64 with a separate c and alpha/beta (odd shapes, every layout, batched), the same bits
-    on a second run of the same plan (the counters were set back to 0, whichever block was last),
-    and on a column-major output."""
-    import torch
-
-    import gemmlab
-    from gemmlab import api, check, plan
-
-    monkeypatch.setattr(plan, "LAST_SLICE_REDUCE", True)
-    monkeypatch.setattr(plan, "LAST_SLICE_ORDER", order)
-    api.clear_plan_cache()
-    config = {**over, "split_k": split, "cluster_reduce": 0}
-    try:
-        fn = gemmlab.gemm_batched if batch else gemmlab.gemm
-        r = _check(fn, M, N, K, layout, batch=batch, stage=stage, config=config)
-        assert r.correct, r
-        a, b, c = check.random_operands(M, N, K, layout, batch)
-        out = check.poisoned_like(c)
-        p, run = api.prepare(a, b, c, alpha=0.5, beta=2.0, out=out, stage=stage, config=config, batched=bool(batch))
-        assert "gemmlab_splitk_reduce" not in p.kernels and "gemmlab_zero_counters" in p.kernels, p.kernels
-        assert ("_ls1" if order == "apart" else "_ls2") in p.main.name
-        run()
-        first = out.clone()
-        run()
-        torch.cuda.synchronize()
-        assert torch.equal(out, first)
-        assert check.compare(out, check.reference(a, b, c, 0.5, 2.0), K).correct
-        r = _check(fn, M, N, K, layout, batch=batch, stage=stage, config=config, c_layout="col")
-        assert r.correct, r
-    finally:
-        api.clear_plan_cache()

@@ -47,6 +47,12 @@ from .tensor_core import tensor_core_choice
 # 68.5 us repacked; 513x1025x257 tt (85) 27.7 -> 26.8 and 333x555x777x8 tt (52) 104.9 -> 103.1,
 # both within 4%; 129x257x1025x16 tn (21) 88.5 -> 92.5. 100 takes the clear gain only.
 REPACK_MIN_FLOP_PER_BYTE = 100
+# No operand is copied below this K (0: off). The rules above weigh the copy against the FLOP, and
+# 2MNK over the copied bytes does not depend on K; but on the H100 (running the H200 table's plans,
+# results/h100/logs/6e0b2d3/eff32x64-seed5*.txt, 600 random shapes) the 33 plans that repacked at
+# K <= 256 ran at 0.753 of cuBLAS where the unrepacked ones at K <= 256 ran at 1.016 (s11, 78) and
+# 0.960 (s10, 87). To be measured (h200_run.sh repack-k, docs/dispatch.md "Repacked plans").
+REPACK_MIN_K = 0
 TRANSPOSE_B_MIN_M = 1024       # K-major B is transposed when M >= this: 2MNK / 8KN = M/4 FLOP per byte
 # (below it the copy is all the transpose adds: 768x768x2048 nt 80.3 -> 87.4 us transposed, 11 of 12
 # shapes slower; scripts/b_transpose_min_m_probe.py, results/h200/logs/b-transpose-min-m-probe.txt)
@@ -147,7 +153,7 @@ def should_repack(p: Problem) -> bool:
     """Copy operands into the layout the kernels read fastest: unaligned operands when the
     problem is large against the bytes copied; a K-major B (the [n][k] tile layout measured ~20%
     slower on the H200 than [k][n]) when M is large enough that the copy is a few percent."""
-    if p.K == 0:
+    if p.K == 0 or p.K < REPACK_MIN_K:
         return False
     aligned = p.operands_aligned()
     if b_rule(p) and (TRANSPOSE_B_ANY_ALIGNMENT or aligned):

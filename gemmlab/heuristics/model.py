@@ -59,11 +59,6 @@ OCCUPANCY_EXPONENT_UNALIGNED = 0.5
 # 14 and 7 of 139 choices it moves ran 0.906 -> 0.904 and 0.846 -> 0.937: not taken while one seed
 # is flat (docs/dispatch.md).
 EPILOGUE_EXPOSURE = 0.0
-# A grid longer than a wave whose last wave is partial: False, that wave costs a whole one (its SMs
-# at the first wave's residency); True, its SMs hold ceil(rest / SMs) blocks each and run them at
-# that occupancy (a tile of several blocks an SM finishes a short last wave sooner). Off in the
-# runtime; scripts/model_fit.py --last-wave scores it (docs/dispatch.md, "Small batched GEMMs").
-LAST_WAVE_RESIDENCY = False
 # Unaligned problems (``aligned=False``) with the problem at hand: the model counts the blocks per
 # SM, the tile and the cluster rule of the kernel the plan then runs (s11's s10 stand-in for that
 # problem, ``runs_as``), not of the space's candidate. They differ where the stand-in depends on the
@@ -138,14 +133,7 @@ def predict(cand: space.Candidate, M: int, N: int, K: int, batch: int, split_k: 
     compute = 2.0 * bm * bn * max(k_len, 1) / (sm_rate / resident)
     epilogue = EPILOGUE_EXPOSURE * 4.0 * bm * bn * resident * sms / gpu.bandwidth if aligned else 0.0
     per_block = compute + BLOCK_OVERHEAD_S + epilogue
-    if LAST_WAVE_RESIDENCY and blocks > capacity and blocks % capacity:
-        # the last wave's SMs hold ceil(rest / SMs) blocks each, q times the first wave's: a
-        # block's compute scales as q / occupancy ** exponent, its epilogue's share of the bandwidth as q
-        full, rest = divmod(blocks, capacity)
-        q = -(-rest // sms) / resident
-        seconds = full * per_block + compute * q ** (1.0 - exponent) + BLOCK_OVERHEAD_S + epilogue * q
-    else:
-        seconds = math.ceil(waves) * per_block
+    seconds = math.ceil(waves) * per_block  # a partial last wave costs a whole one
     if s > 1 and cluster and gpu.cc >= CLUSTER_MIN_CC and _adds_in_cluster(spec, cfg, M, N, s, batch, gpu.sms):
         seconds += math.ceil(waves) * CLUSTER_REDUCE_S
         if blocks > capacity:

@@ -25,7 +25,8 @@ _DATA_PARALLEL_BODY = """\
     // running together share rows of A and columns of B in L2 (000 §2.3).
     const int64 tiles_m = (M + {bm} - 1) / {bm};
     const int64 tiles_n = (N + {bn} - 1) / {bn};
-{pid_decl}    const int64 group_size = (int64){group_m} * tiles_n;
+    const int64 pid = blockIdx.x;
+    const int64 group_size = (int64){group_m} * tiles_n;
     const int64 first_m = (pid / group_size) * {group_m};
     const int64 rows_in_group = (tiles_m - first_m) < {group_m} ? (tiles_m - first_m) : {group_m};
     const int64 tile_m = first_m + (pid % group_size) % rows_in_group;
@@ -33,26 +34,15 @@ _DATA_PARALLEL_BODY = """\
     // Split-K (gridDim.y > 1): slice blockIdx.y covers k in [k0, k0 + k_split) and writes its
     // partial product to its own D (d_ss apart); the host reduces the slices in a second kernel.
     // d_ss = 0: the slices share D and the stage adds them itself (s11: in a cluster).
-    const int64 k0 = {slices} > 1 ? {slice} * k_split : 0;
-    const int64 k_len = {slices} > 1 ? (K - k0 < k_split ? K - k0 : k_split) : K;
+    const int64 k0 = gridDim.y > 1 ? (int64)blockIdx.y * k_split : 0;
+    const int64 k_len = gridDim.y > 1 ? (K - k0 < k_split ? K - k0 : k_split) : K;
     for (int64 b = blockIdx.z; b < batch; b += gridDim.z) {{
         gemmlab::GemmArgs args{{A + b * a_bs + k0 * a_cs, B + b * b_bs + k0 * b_rs,
-                                D + b * d_bs + {slice} * d_ss, M, N, k_len,
+                                D + b * d_bs + (int64)blockIdx.y * d_ss, M, N, k_len,
                                 a_rs, a_cs, b_rs, b_cs, ldd, alpha, beta, k0, C + b * c_bs, c_rs, c_cs}};
         Stage::run(args, tile_m * {bm}, tile_n * {bn}, smem{extra_args});
-{after_run}        if (b + gridDim.z < batch) __syncthreads();  // shared memory is reused by the next batch
+        if (b + gridDim.z < batch) __syncthreads();  // shared memory is reused by the next batch
     }}
-"""
-
-# Variant "last_slice" (split-K through the workspace, no reduce kernel): once a slice's partial is
-# stored, the last of the tile's slices adds them and stores D (kernels/epilogue/splitk_last.cuh);
-# ``so_*``: the output, its alpha, beta and addend, and the tiles' counters (one per tile and batch).
-_LAST_SLICE_DECL = (", float* __restrict__ so_d, int64 so_rs, int64 so_cs, int64 so_bs, float so_alpha, float so_beta, "
-                    "const float* so_c, int64 so_c_rs, int64 so_c_cs, int64 so_c_bs, unsigned* __restrict__ so_counters")
-_LAST_SLICE_AFTER_RUN = """        gemmlab::last_slice_reduce<{bm}, {bn}>(
-            D + b * d_bs, ldd, d_ss, (int){slices}, M, N, tile_m * {bm}, tile_n * {bn},
-            gemmlab::SplitOut{{so_d + b * so_bs, so_rs, so_cs, so_alpha, so_beta, so_c + b * so_c_bs, so_c_rs, so_c_cs}},
-            so_counters + (b * tiles_m + tile_m) * tiles_n + tile_n);
 """
 
 # Stream-K (variant "stream_k", batch 1, no split-K): gridDim.x blocks run whole tiles in waves,
@@ -78,14 +68,6 @@ _STREAM_K_BODY = """\
         __syncthreads();  // shared memory, the mbarriers and seg are reused by the next segment
     }}
 """
-# The grid's decode: block x is the tile, block y the slice of K (default); with "last_slice" 2 the
-# slices of a tile are adjacent blocks of x (x = tile * slices + slice), so they run and finish
-# together and the last reads partials written moments before.
-_SLICES_APART = dict(pid_decl="    const int64 pid = blockIdx.x;\n", slices="gridDim.y", slice="(int64)blockIdx.y")
-_SLICES_TOGETHER = dict(
-    pid_decl=("    const unsigned slices_ = (unsigned)((K + k_split - 1) / k_split);  // x: tiles x slices, adjacent\n"
-              "    const int64 pid = blockIdx.x / slices_, slice_ = blockIdx.x % slices_;\n"),
-    slices="slices_", slice="slice_")
 
 # The order of the common kernel parameters after the pointers, shared with jit/launch.py.
 COMMON_PARAMS = ("M", "N", "K", "a_rs", "a_cs", "b_rs", "b_cs", "ldd")
@@ -102,17 +84,11 @@ def generate(spec, cfg: dict, variant: dict) -> tuple[str, str]:
     defines = "#define GEMMLAB_SEPARATE_C 1\n" if variant.get("sep_c") else ""
     extra_decl = "".join(f", {decl}" for decl, _ in extra)
     body = _DATA_PARALLEL_BODY
-    after_run = ""
     if variant.get("stream_k"):
         body = _STREAM_K_BODY
         extra_decl += ", float* __restrict__ sk_partials"
-    order = _SLICES_TOGETHER if variant.get("last_slice") == 2 else _SLICES_APART
-    if variant.get("last_slice"):
-        defines += '#include "epilogue/splitk_last.cuh"\n'
-        extra_decl += _LAST_SLICE_DECL
-        after_run = _LAST_SLICE_AFTER_RUN.format(bm=bm, bn=bn, slices=order["slices"])
-    fields = dict(bm=bm, bn=bn, bk=cfg.get("block_k", 0), group_m=spec.group_m(cfg), after_run=after_run,
-                  extra_args="".join(f", {arg}" for _, arg in extra), **order)
+    fields = dict(bm=bm, bn=bn, bk=cfg.get("block_k", 0), group_m=spec.group_m(cfg),
+                  extra_args="".join(f", {arg}" for _, arg in extra))
     src = _TEMPLATE.format(
         defines=defines, attributes=spec.kernel_attributes(cfg, variant), stage_id=spec.id, stage_name=spec.name,
         cfg=cfg, variant=variant, header=spec.header,

@@ -2,13 +2,14 @@
 // (each CUDA thread a std::thread, __syncthreads the block's barrier, the blocks one after
 // another; tests/test_kernels_host.py builds it under the address and undefined-behaviour
 // sanitizers, each buffer an allocation of exactly its extent):
-// - gemmlab_transpose64 (transpose64.cuh) on the grid the plan gives it (a block per 64x64 tile,
-//   the batches on z, striding over more than gridDim.z of them): dst(r, c) = src(r, c) for every
-//   element, the destination's padding columns untouched; tiles inside the matrix and across both
-//   edges, one row or column, a broadcast source (batch stride 0);
-// - gemmlab_copy256 (copy256.cuh) and gemmlab_copy (common.cuh) on one and on two operands a
-//   launch, on grids too small for their runs (the grid-stride carries), strided sources and
-//   destinations: every element in place, nothing else written.
+// - gemmlab_transpose (transpose.cuh) on the grid the plan gives it (a block per 32x32 tile, at
+//   most 16 blocks an SM, the batches on z) and on grids too small for its tiles and batches (the
+//   grid-stride loops): dst(r, c) = src(r, c) for every element, the destination's padding
+//   columns untouched; tiles inside the matrix and across both edges, one row or column, a
+//   broadcast source (batch stride 0);
+// - gemmlab_copy (common.cuh) on one and on two operands a launch, on grids too small for their
+//   runs (the grid-stride carries), strided sources and destinations: every element in place,
+//   nothing else written.
 #include "cuda_host.h"
 
 #include <cstdio>
@@ -16,8 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "transpose64.cuh"
-#include "copy256.cuh"
+#include "transpose.cuh"
 
 static int failures = 0, cases = 0;
 static constexpr float POISON = -7.0f;
@@ -43,8 +43,8 @@ static void launch(HostDim3 grid, unsigned threads, const std::function<void()>&
             }
 }
 
-// src(r, c) = src[b * src_bs + r + c * src_cs] -> dst[b * dst_bs + r * dst_ld + c]
-static void transpose_case(long rows, long cols, long batch, bool broadcast, unsigned grid_z) {
+// src(r, c) = src[b * src_bs + r + c * src_cs] -> dst[b * dst_bs + r * dst_ld + c]; grid_x 0: the plan's
+static void transpose_case(long rows, long cols, long batch, bool broadcast, unsigned grid_x, unsigned grid_z) {
     ++cases;
     const long src_cs = rows + 3, src_bs = broadcast ? 0 : src_cs * cols, dst_ld = cols + 5, dst_bs = rows * dst_ld;
     std::vector<float> src(size_t((broadcast ? 1 : batch) - 1) * src_bs + size_t(cols - 1) * src_cs + rows);
@@ -52,9 +52,10 @@ static void transpose_case(long rows, long cols, long batch, bool broadcast, uns
         for (long c = 0; c < cols; ++c)
             for (long r = 0; r < rows; ++r) src[b * src_bs + r + c * src_cs] = value(b, r, c);
     std::vector<float> dst(size_t(batch) * dst_bs, POISON);
-    const HostDim3 grid{unsigned((rows + 63) / 64), unsigned((cols + 63) / 64), grid_z};
+    const long tiles = ((rows + 31) / 32) * ((cols + 31) / 32);
+    const HostDim3 grid{grid_x ? grid_x : unsigned(tiles < 132 * 16 ? tiles : 132 * 16), 1, grid_z};
     launch(grid, 256, [&] {
-        gemmlab_transpose64(src.data(), dst.data(), rows, cols, batch, src_bs, src_cs, dst_bs, dst_ld);
+        gemmlab_transpose(src.data(), dst.data(), rows, cols, batch, src_bs, src_cs, dst_bs, dst_ld);
     });
     int bad = 0;
     for (long b = 0; b < batch; ++b)
@@ -63,8 +64,8 @@ static void transpose_case(long rows, long cols, long batch, bool broadcast, uns
                 const float want = c < cols ? value(broadcast ? 0 : b, r, c) : POISON;
                 const float got = dst[b * dst_bs + r * dst_ld + c];
                 if (got != want && bad++ < 3)
-                    std::printf("FAIL transpose64 %ldx%ld batch %ld%s: dst[%ld][%ld][%ld] = %g, want %g\n", rows, cols,
-                                batch, broadcast ? " broadcast" : "", b, r, c, got, want);
+                    std::printf("FAIL transpose %ldx%ld batch %ld grid %u%s: dst[%ld][%ld][%ld] = %g, want %g\n", rows,
+                                cols, batch, grid.x, broadcast ? " broadcast" : "", b, r, c, got, want);
             }
     failures += bad != 0;
 }
@@ -98,38 +99,35 @@ struct Copy {  // one operand's copy: rows x cols x batch, source and destinatio
     }
 };
 
-template <bool WIDE>
 static void copy_case(Copy one, Copy two, bool both, unsigned blocks0, unsigned blocks1) {
     ++cases;
     const unsigned blocks = both ? blocks0 + blocks1 : blocks0;
     launch(HostDim3{blocks, 1, 1}, 256, [&] {
-        auto* k = WIDE ? gemmlab_copy256 : gemmlab_copy;
-        k(one.src.data(), one.dst.data(), one.rows, one.cols, one.batch, one.s_bs, one.s_rs, one.s_cs, one.d_bs, one.d_rs,
-          one.d_cs, two.src.data(), two.dst.data(), two.rows, two.cols, both ? two.batch : 0, two.s_bs, two.s_rs,
-          two.s_cs, two.d_bs, two.d_rs, two.d_cs, blocks0);
+        gemmlab_copy(one.src.data(), one.dst.data(), one.rows, one.cols, one.batch, one.s_bs, one.s_rs, one.s_cs, one.d_bs,
+                     one.d_rs, one.d_cs, two.src.data(), two.dst.data(), two.rows, two.cols, both ? two.batch : 0, two.s_bs,
+                     two.s_rs, two.s_cs, two.d_bs, two.d_rs, two.d_cs, blocks0);
     });
-    const char* what = WIDE ? "copy256" : "copy";
-    failures += (one.check(what) + (both ? two.check(what) : 0)) != 0;
+    failures += (one.check("copy") + (both ? two.check("copy") : 0)) != 0;
 }
 
 int main() {
     // transposes: whole tiles, edges in both directions, one row / column, batches on z and past it
-    for (long rows : {1L, 63L, 64L, 130L})
-        for (long cols : {1L, 64L, 65L, 129L}) {
-            transpose_case(rows, cols, 1, false, 1);
-            transpose_case(rows, cols, 3, false, 2);  // three batches on a z of two: the stride
+    for (long rows : {1L, 31L, 32L, 70L})
+        for (long cols : {1L, 32L, 33L, 65L}) {
+            transpose_case(rows, cols, 1, false, 0, 1);
+            transpose_case(rows, cols, 3, false, 2, 2);  // two blocks over the tiles, three batches on a z of two
         }
-    transpose_case(100, 70, 2, true, 2);  // one source for every batch
-    // copies: row-major lines (unit stride both sides) and strided ones, short of, at and past a run
-    for (long cols : {5L, 255L, 256L, 257L, 700L}) {
+    transpose_case(100, 70, 2, true, 0, 2);  // one source for every batch
+    // copies: row-major lines (unit stride both sides) and strided ones, short of, at and past a run (128)
+    for (long cols : {5L, 127L, 128L, 129L, 257L, 700L}) {
         const long rows = 37, batch = 2;
         for (unsigned blocks : {1u, 3u, 11u}) {
             Copy unit(rows, cols, batch, rows * (cols + 3), cols + 3, 1, rows * (cols + 1), cols + 1, 1);
             Copy strided(rows, cols, batch, rows * (2 * cols + 1) + 7, 2 * cols + 1, 2, rows * cols, cols, 1);
             Copy column(rows, cols, batch, rows * cols * 3, 1, 3 * rows, rows * cols, 1, rows);  // dst column-major
-            copy_case<true>(unit, unit, false, blocks, 0);
-            copy_case<true>(strided, column, true, blocks, 2);
-            copy_case<false>(unit, strided, true, blocks, 1);
+            copy_case(unit, unit, false, blocks, 0);
+            copy_case(strided, column, true, blocks, 2);
+            copy_case(unit, strided, true, blocks, 1);
         }
     }
     std::printf("%d of %d cases wrong\n", failures, cases);

@@ -4,7 +4,6 @@
 // the block's); only PTX-level pieces (ptx/cluster.cuh, ptx/cp_async.cuh, ptx/smem.cuh) are
 // stood in for by tests/host/ptx/.
 #pragma once
-#include <atomic>
 #include <barrier>
 #include <cmath>
 
@@ -26,9 +25,3 @@ inline thread_local HostDim3 threadIdx;  // the harness sets threadIdx.x in each
 inline HostDim3 blockIdx, blockDim, gridDim;
 inline std::barrier<>* host_block_barrier = nullptr;  // the running block's threads
 inline void __syncthreads() { host_block_barrier->arrive_and_wait(); }
-
-// Global-memory ordering and atomics (epilogue/splitk_last.cuh): the host's sequentially
-// consistent fence and atomics; __ldcg (a load through L2) a plain load.
-inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
-inline unsigned atomicAdd(unsigned* p, unsigned v) { return std::atomic_ref<unsigned>(*p).fetch_add(v); }
-inline float4 __ldcg(const float4* p) { return *p; }

@@ -2,9 +2,8 @@
 // one row, once the slices' partials are added: D = alpha * sum + beta * C, where beta == 0 never
 // reads C. D and C have any strides (a transposed output or a broadcast c costs nothing extra);
 // one 16-byte store where D's rows are unit-stride and aligned (``d_vec``), one 16-byte load of C
-// where its columns are unit-stride and the address aligned. The one rule for both places that
-// finish split-K through a workspace: the reduce kernel (splitk_reduce.cuh) and the last slice of
-// a tile (splitk_last.cuh).
+// where its columns are unit-stride and the address aligned. Used by the reduce kernel
+// (splitk_reduce.cuh), which finishes split-K through a workspace.
 #pragma once
 #include "common.cuh"
 
