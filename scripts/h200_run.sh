@@ -247,12 +247,12 @@ for what in "$@"; do
         random_variants $s as_is,eff32x64_30 eff32x64-seed$s.txt ${VARIANT_LIMIT:-150}
       done ;;
     repack-k)
-      step "no operand copied below K = 257 (choice.REPACK_MIN_K) against as is on fresh random shapes (seeds 55-57)"
+      step "no operand copied below K = 257 or 513 (choice.REPACK_MIN_K) against as is on fresh random shapes (seeds 55-57)"
       # rule written before the run (docs/dispatch.md, "Repacked plans on random shapes"): taken if
       # the plans it changes run >= 1.05x faster (geometric mean), none below 0.90x, no seed's
       # auto/cuBLAS falling
       for s in 55 56 57; do
-        random_variants $s as_is,rp_min_k257 repack-k-seed$s.txt ${VARIANT_LIMIT:-150}
+        random_variants $s as_is,rp_min_k257,rp_min_k513,at_min_m1024 repack-k-seed$s.txt ${VARIANT_LIMIT:-180}
       done ;;
     ncu-rp)
       step "ncu: gemmlab auto against cuBLAS on repacked random shapes (seeds 50-54), kernel by kernel"
