@@ -35,19 +35,19 @@ class Candidate:
         return get(self.stage)
 
     def config(self) -> dict:
-        return dict(self._resolved)
+        return dict(self._config)
 
     @functools.cached_property
-    def _resolved(self) -> dict:
+    def _config(self) -> dict:
         """The stage's full config for the overrides, resolved once per candidate (the model asks
         for a candidate's tile and blocks per SM on every prediction); read only: ``config`` copies."""
         return _resolved(self.stage, tuple(sorted(self.overrides.items())))
 
     def blocks_per_sm(self) -> int:
-        return self._resolved.get("min_blocks", 1)
+        return self._config.get("min_blocks", 1)
 
     def tile(self) -> tuple[int, int]:
-        cfg = self._resolved
+        cfg = self._config
         return cfg["block_m"], cfg["block_n"]
 
 

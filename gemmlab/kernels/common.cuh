@@ -172,11 +172,11 @@ __device__ __forceinline__ float load_b(const GemmArgs& args, int64 k, int64 col
 #define GEMMLAB_COPY_RUN 128
 namespace gemmlab {
 
-template <bool UNIT, int RUN>  // UNIT: unit stride along the run on both sides; RUN: elements a warp a step
+template <bool UNIT>  // UNIT: unit stride along the run on both sides
 __device__ __forceinline__ void copy_lines(const float* __restrict__ src, float* __restrict__ dst, int64 inner,
                                            int64 outer, int64 batch, int64 src_bs, int64 src_os, int64 src_is,
                                            int64 dst_bs, int64 dst_os, int64 dst_is, int64 warp, int64 warps) {
-    constexpr int PER_LANE = RUN / 32;
+    constexpr int RUN = GEMMLAB_COPY_RUN, PER_LANE = RUN / 32;
     const int64 runs = (inner + RUN - 1) / RUN;
     if (warp >= runs * outer * batch) return;
     const int lane = threadIdx.x % 32;
@@ -208,7 +208,6 @@ __device__ __forceinline__ void copy_lines(const float* __restrict__ src, float*
     }
 }
 
-template <int RUN>
 __device__ __forceinline__ void copy_one(const float* __restrict__ src, float* __restrict__ dst, int64 rows,
                                          int64 cols, int64 batch, int64 src_bs, int64 src_rs, int64 src_cs,
                                          int64 dst_bs, int64 dst_rs, int64 dst_cs, int64 warp, int64 warps) {
@@ -218,40 +217,24 @@ __device__ __forceinline__ void copy_one(const float* __restrict__ src, float* _
     const int64 dst_is = along_cols ? dst_cs : dst_rs, dst_os = along_cols ? dst_rs : dst_cs;
     if (inner <= 0 || outer <= 0) return;
     if (src_is == 1 && dst_is == 1)
-        copy_lines<true, RUN>(src, dst, inner, outer, batch, src_bs, src_os, 1, dst_bs, dst_os, 1, warp, warps);
+        copy_lines<true>(src, dst, inner, outer, batch, src_bs, src_os, 1, dst_bs, dst_os, 1, warp, warps);
     else
-        copy_lines<false, RUN>(src, dst, inner, outer, batch, src_bs, src_os, src_is, dst_bs, dst_os, dst_is, warp,
-                               warps);
-}
-
-// The two copies of one launch: blocks [0, blocks0) the first, the rest the second.
-template <int RUN>
-__device__ __forceinline__ void copy_two(
-    const float* __restrict__ src0, float* __restrict__ dst0, int64 rows0, int64 cols0, int64 batch0,
-    int64 src_bs0, int64 src_rs0, int64 src_cs0, int64 dst_bs0, int64 dst_rs0, int64 dst_cs0,
-    const float* __restrict__ src1, float* __restrict__ dst1, int64 rows1, int64 cols1, int64 batch1,
-    int64 src_bs1, int64 src_rs1, int64 src_cs1, int64 dst_bs1, int64 dst_rs1, int64 dst_cs1, int64 blocks0) {
-    grid_dependency_wait();
-    const int64 wpb = blockDim.x / 32, w = threadIdx.x / 32;
-    if ((int64)blockIdx.x < blocks0)
-        copy_one<RUN>(src0, dst0, rows0, cols0, batch0, src_bs0, src_rs0, src_cs0, dst_bs0, dst_rs0, dst_cs0,
-                      (int64)blockIdx.x * wpb + w, blocks0 * wpb);
-    else
-        copy_one<RUN>(src1, dst1, rows1, cols1, batch1, src_bs1, src_rs1, src_cs1, dst_bs1, dst_rs1, dst_cs1,
-                      ((int64)blockIdx.x - blocks0) * wpb + w, ((int64)gridDim.x - blocks0) * wpb);
+        copy_lines<false>(src, dst, inner, outer, batch, src_bs, src_os, src_is, dst_bs, dst_os, dst_is, warp, warps);
 }
 
 }  // namespace gemmlab
 
-#define GEMMLAB_COPY_PARAMS                                                                                     \
-    const float *__restrict__ src0, float *__restrict__ dst0, int64 rows0, int64 cols0, int64 batch0,         \
-        int64 src_bs0, int64 src_rs0, int64 src_cs0, int64 dst_bs0, int64 dst_rs0, int64 dst_cs0,            \
-        const float *__restrict__ src1, float *__restrict__ dst1, int64 rows1, int64 cols1, int64 batch1,     \
-        int64 src_bs1, int64 src_rs1, int64 src_cs1, int64 dst_bs1, int64 dst_rs1, int64 dst_cs1, int64 blocks0
-#define GEMMLAB_COPY_ARGS                                                                                        \
-    src0, dst0, rows0, cols0, batch0, src_bs0, src_rs0, src_cs0, dst_bs0, dst_rs0, dst_cs0, src1, dst1, rows1,  \
-        cols1, batch1, src_bs1, src_rs1, src_cs1, dst_bs1, dst_rs1, dst_cs1, blocks0
-
-extern "C" __global__ void __launch_bounds__(256) gemmlab_copy(GEMMLAB_COPY_PARAMS) {
-    gemmlab::copy_two<GEMMLAB_COPY_RUN>(GEMMLAB_COPY_ARGS);
+extern "C" __global__ void __launch_bounds__(256) gemmlab_copy(
+    const float* __restrict__ src0, float* __restrict__ dst0, int64 rows0, int64 cols0, int64 batch0,
+    int64 src_bs0, int64 src_rs0, int64 src_cs0, int64 dst_bs0, int64 dst_rs0, int64 dst_cs0,
+    const float* __restrict__ src1, float* __restrict__ dst1, int64 rows1, int64 cols1, int64 batch1,
+    int64 src_bs1, int64 src_rs1, int64 src_cs1, int64 dst_bs1, int64 dst_rs1, int64 dst_cs1, int64 blocks0) {
+    gemmlab::grid_dependency_wait();
+    const int64 wpb = blockDim.x / 32, w = threadIdx.x / 32;
+    if ((int64)blockIdx.x < blocks0)
+        gemmlab::copy_one(src0, dst0, rows0, cols0, batch0, src_bs0, src_rs0, src_cs0, dst_bs0, dst_rs0, dst_cs0,
+                          (int64)blockIdx.x * wpb + w, blocks0 * wpb);
+    else
+        gemmlab::copy_one(src1, dst1, rows1, cols1, batch1, src_bs1, src_rs1, src_cs1, dst_bs1, dst_rs1, dst_cs1,
+                          ((int64)blockIdx.x - blocks0) * wpb + w, ((int64)gridDim.x - blocks0) * wpb);
 }

@@ -5,9 +5,9 @@
 // alpha = 1, beta = 0 into a workspace: ws[b][s][m][n] at ws + b*ws_bs + s*ws_ss + m*ws_ld + n
 // (ws_ld, ws_ss, ws_bs multiples of 4, ws 16-byte aligned: the host allocates it so).
 // This kernel adds the slices in a fixed order (deterministic: the same bits on every run) and
-// applies the epilogue once (epilogue/splitk_store.cuh): D = alpha * sum + beta * C, where beta ==
-// 0 never reads C. D and C have any strides (d_rs, d_cs; c_rs, c_cs), so a transposed output or a
-// broadcast c costs nothing extra.
+// applies the epilogue once: D = alpha * sum + beta * C, where beta == 0 never reads C. D and C
+// have any strides (d_rs, d_cs; c_rs, c_cs), so a transposed output or a broadcast c costs nothing
+// extra.
 // A group of LANES threads (a power of two up to 32, lane-aligned in the warp) owns 4 consecutive
 // columns of one row: lane j adds slices j, j + LANES, j + 2 LANES, ... with float4 reads, then the
 // group adds its lanes' sums by a butterfly (xor 1, 2, ...), so few outputs with many slices
@@ -15,8 +15,8 @@
 // thousand serial chains (H200: 18.1 us with one lane, cuBLAS's reduce 10.4 us). A float4 store
 // when D's rows are unit-stride and 16-byte aligned.
 #pragma once
+#define GEMMLAB_SEPARATE_C 1  // C has its own strides (CView: the epilogue's reads of a separate c)
 #include "common.cuh"
-#include "epilogue/splitk_store.cuh"
 
 extern "C" __global__ void __launch_bounds__(256) gemmlab_splitk_reduce(
     const float* __restrict__ ws, float* __restrict__ D, int64 M, int64 N, int64 splits, int64 ws_ld,
@@ -57,7 +57,26 @@ extern "C" __global__ void __launch_bounds__(256) gemmlab_splitk_reduce(
             sum.w += __shfl_xor_sync(0xffffffffu, sum.w, off, lanes);
         }
         if (!active || lane != 0) continue;
-        gemmlab::split_out4(D + b * d_bs + m * d_rs + n * d_cs, d_cs, d_vec, C + b * c_bs + m * c_rs + n * c_cs, c_cs,
-                            alpha, beta, sum, N - n);
+        const float acc[4] = {sum.x, sum.y, sum.z, sum.w};
+        float* dst = D + b * d_bs + m * d_rs;
+        const gemmlab::CView c{C + b * c_bs, c_rs, c_cs};
+        const float* src = c.src(dst, m, n);
+        if (d_vec && n + 3 < N) {
+            float4* d4 = reinterpret_cast<float4*>(dst + n);
+            float4 out = make_float4(alpha * acc[0], alpha * acc[1], alpha * acc[2], alpha * acc[3]);
+            if (beta != 0.0f) {
+                const float4 old = c.load4(src);
+                out.x += beta * old.x;
+                out.y += beta * old.y;
+                out.z += beta * old.z;
+                out.w += beta * old.w;
+            }
+            *d4 = out;
+        } else {
+            for (int e = 0; e < 4 && n + e < N; ++e) {
+                float* d = dst + (n + e) * d_cs;
+                *d = beta == 0.0f ? alpha * acc[e] : alpha * acc[e] + beta * src[e * c_cs];
+            }
+        }
     }
 }
