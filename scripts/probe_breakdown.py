@@ -1,13 +1,15 @@
 """Where `auto` gains or loses against cuBLAS in a log of scripts/model_variant_probe.py (CPU only).
 
-Each shape is put in classes (the path its plan takes, K, FLOP, layout, batched) and each class
-gets the geometric mean of auto/cuBLAS per variant. The path is read from the logged plan and the
+Each shape is put in classes (the path its plan takes, A transposed or not, K, FLOP, layout,
+batched) and each class gets the geometric mean of auto/cuBLAS per variant. The path is read from the logged plan and the
 runtime's rules: ``s11 aligned`` (TMA on the caller's operands), ``s10 unaligned`` (4-byte
 copies, no repack), ``repacked`` (operands copied first: ``unaligned`` for the FLOP per byte
 rule, ``B-rule`` where only the K-major B rule asked for it, ``B-rule aligned`` where B alone is
 copied). Then, for every variant but the first, the shapes whose choice (stage, tile, split,
-repack) differs from the first's, with both ratios.
-    python3 scripts/probe_breakdown.py LOG"""
+repack, A transpose, tail cut) differs from the first's, with both ratios. With --rule, the
+verdict of docs/dispatch.md's rule for each variant against the first over several logs (seeds).
+    python3 scripts/probe_breakdown.py LOG
+    python3 scripts/probe_breakdown.py --rule 1.05,0.90 LOG...""" 
 from __future__ import annotations
 
 import math
@@ -22,12 +24,16 @@ from gemmlab.heuristics import choice  # noqa: E402
 from gemmlab.problem import Problem  # noqa: E402
 
 LINE = re.compile(r"(\d+)x(\d+)x(\d+)(?:x(\d+))? (\w\w): cuBLAS ([\d.]+) \| (.*)")
-CELL = re.compile(r"([\w+.-]+) ([\d.]+|nan) \(([\d.]+|nan)\) \[(s1\d|\w+) (\d+)x(\d+) s(\d+)( rp)? (\w+)\]")
+# a variant's cell: name, us, (ratio), [stage tile sSPLIT, then the tail cut (+m1280:128x64s6), rp
+# and aT where the plan has them, and the source] (model_variant_probe.describe)
+CELL = re.compile(r"([\w+.-]+) ([\d.]+|nan) \(([\d.]+|nan)\) \[(s1\d|\w+) (\d+)x(\d+) s(\d+)"
+                  r"( \+[mn]\d+:\d+x\d+s\d+)?( rp)?( aT)? (\w+)\]")
 
 
 def parse(text: str) -> list[dict]:
     """One dict per shape: M, N, K, batch, layout, cublas_us and ``runs``: variant -> (us, ratio,
-    plan) where plan is (stage, block_m, block_n, split, repack, source)."""
+    plan) where plan is (stage, block_m, block_n, split, repack, source, a_transpose, tail), tail
+    the cut's text ("+m1280:128x64s6") or ""."""
     rows = []
     for line in text.splitlines():
         m = LINE.match(line)
@@ -35,7 +41,8 @@ def parse(text: str) -> list[dict]:
             continue
         runs = {}
         for c in CELL.finditer(m.group(7)):
-            plan = (c.group(4), int(c.group(5)), int(c.group(6)), int(c.group(7)), bool(c.group(8)), c.group(9))
+            plan = (c.group(4), int(c.group(5)), int(c.group(6)), int(c.group(7)), bool(c.group(9)), c.group(11),
+                    bool(c.group(10)), (c.group(8) or "").strip())
             runs[c.group(1)] = (float(c.group(2)), float(c.group(3)), plan)
         M, N, K = (int(m.group(i)) for i in (1, 2, 3))
         rows.append(dict(M=M, N=N, K=K, batch=int(m.group(4) or 1), layout=m.group(5),
@@ -57,13 +64,14 @@ def path(row: dict, variant: str) -> str:
     return "repacked, unaligned" if flops / moved >= choice.REPACK_MIN_FLOP_PER_BYTE else "repacked, B-rule"
 
 
-CLASSES = {
-    "path": None,  # per variant: path()
-    "K": lambda r: "K < 256" if r["K"] < 256 else "K < 1024" if r["K"] < 1024 else "K >= 1024",
-    "FLOP": lambda r: (lambda f: "< 1e8" if f < 1e8 else "< 1e9" if f < 1e9 else "< 1e10" if f < 1e10 else ">= 1e10")(
+CLASSES = {  # each a function of the row and the variant (whose plan it reads)
+    "path": path,
+    "A": lambda r, v: "transposed" if r["runs"][v][2][6] else "as the caller's",
+    "K": lambda r, v: "K < 256" if r["K"] < 256 else "K < 1024" if r["K"] < 1024 else "K >= 1024",
+    "FLOP": lambda r, v: (lambda f: "< 1e8" if f < 1e8 else "< 1e9" if f < 1e9 else "< 1e10" if f < 1e10 else ">= 1e10")(
         2.0 * r["M"] * r["N"] * r["K"] * r["batch"]),
-    "layout": lambda r: r["layout"],
-    "batched": lambda r: "batched" if r["batch"] > 1 else "single",
+    "layout": lambda r, v: r["layout"],
+    "batched": lambda r, v: "batched" if r["batch"] > 1 else "single",
 }
 
 
@@ -87,25 +95,65 @@ def breakdown(rows: list[dict]) -> dict:
                 continue
             out[v][("all", "")].append(ratio)
             for cls, key in CLASSES.items():
-                out[v][(cls, path(r, v) if key is None else key(r))].append(ratio)
+                out[v][(cls, key(r, v))].append(ratio)
     return out
+
+
+def shape_str(r: dict) -> str:
+    return f"{r['M']}x{r['N']}x{r['K']}{'x%d' % r['batch'] if r['batch'] > 1 else ''} {r['layout']}"
+
+
+def what_runs(plan) -> tuple:
+    """A logged plan without its source: the stage, tile, split-K, repack, A transpose and tail cut."""
+    return plan[:5] + plan[6:]
 
 
 def changed(rows: list[dict], base: str, variant: str) -> list[tuple]:
     """(shape, base ratio, variant ratio, base plan, variant plan) where the plan differs."""
     out = []
     for r in rows:
-        if base in r["runs"] and variant in r["runs"] and r["runs"][base][2][:5] != r["runs"][variant][2][:5]:
-            shape = f"{r['M']}x{r['N']}x{r['K']}{'x%d' % r['batch'] if r['batch'] > 1 else ''} {r['layout']}"
-            out.append((shape, r["runs"][base][1], r["runs"][variant][1], r["runs"][base][2], r["runs"][variant][2]))
+        if base in r["runs"] and variant in r["runs"] and what_runs(r["runs"][base][2]) != what_runs(r["runs"][variant][2]):
+            out.append((shape_str(r), r["runs"][base][1], r["runs"][variant][1], r["runs"][base][2], r["runs"][variant][2]))
     return out
 
 
 def plan_str(p) -> str:
-    return f"{p[0]} {p[1]}x{p[2]} s{p[3]}{' rp' if p[4] else ''}"
+    return f"{p[0]} {p[1]}x{p[2]} s{p[3]}{' ' + p[7] if p[7] else ''}{' rp' if p[4] else ''}{' aT' if p[6] else ''}"
+
+
+def verdict(logs: list[list[dict]], base: str, variant: str, gain: float, floor: float) -> dict:
+    """The rule a switch is taken by (docs/dispatch.md): over the shapes of all ``logs`` (each a
+    parsed log, one seed) whose plan ``variant`` changes from ``base``, the geometric mean of the
+    variant's speed-up (base time / variant time) is at least ``gain``, no plan's below ``floor``,
+    and no log's auto/cuBLAS over all its shapes falls. Returns the figures and ``passes``."""
+    ups, worst, seeds = [], None, []
+    for rows in logs:
+        both = [r for r in rows if base in r["runs"] and variant in r["runs"]
+                and not math.isnan(r["runs"][base][1]) and not math.isnan(r["runs"][variant][1])]
+        seeds.append((gmean([r["runs"][base][1] for r in both]), gmean([r["runs"][variant][1] for r in both])))
+        for r in both:
+            if what_runs(r["runs"][base][2]) != what_runs(r["runs"][variant][2]):
+                up = r["runs"][base][0] / r["runs"][variant][0]  # the logged times: finer than the ratios
+                ups.append(up)
+                if worst is None or up < worst[1]:
+                    worst = (shape_str(r), up)
+    up = gmean(ups)
+    passes = bool(ups) and up >= gain and worst[1] >= floor and all(round(v, 3) >= round(b, 3) for b, v in seeds)
+    return dict(changed=len(ups), speedup=up, worst=worst, seeds=seeds, passes=passes)
 
 
 def main():
+    if sys.argv[1] == "--rule":  # --rule GAIN,FLOOR LOG...: each variant against the first by verdict()
+        gain, floor = map(float, sys.argv[2].split(","))
+        logs = [parse(Path(f).read_text()) for f in sys.argv[3:]]
+        variants = list(logs[0][0]["runs"])
+        for v in variants[1:]:
+            r = verdict(logs, variants[0], v, gain, floor)
+            worst = f"{r['worst'][1]:.3f} ({r['worst'][0]})" if r["worst"] else "-"
+            seeds = ", ".join(f"{b:.3f} -> {a:.3f}" for b, a in r["seeds"])
+            print(f"{v}: {r['changed']} plans changed, {r['speedup']:.3f}x (rule >= {gain}), worst {worst} "
+                  f"(rule >= {floor}); auto/cuBLAS per log {seeds}: {'passes' if r['passes'] else 'fails'}")
+        return
     rows = parse(Path(sys.argv[1]).read_text())
     table = breakdown(rows)
     variants = list(table)

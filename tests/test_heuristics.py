@@ -679,6 +679,30 @@ def test_model_fit_reads_the_batched_tile_probe():
     assert by["384x384x384x48 nn"]["128x64 w64x32 bk16 ku1 x3"] == 139.6e-3
 
 
+def test_probe_breakdown_rule_reproduces_the_taken_efficiency():
+    """scripts/probe_breakdown.py's verdict (docs/dispatch.md's rule) on the recorded run that set s11
+    32x64 x4's efficiency to 0.40 (H100 with the H200 table, seeds 52-54, results/h100/logs/6e0b2d3):
+    57 plans changed, 1.240x by their times, the worst 160x773x588 tt at 0.925, no seed falling;
+    a floor above that worst fails it, and the A transposes and tail cuts in the logs parse."""
+    from pathlib import Path
+
+    pb = load_script("probe_breakdown")
+    logs = Path(__file__).resolve().parents[1] / "results" / "h100" / "logs" / "6e0b2d3"
+    runs = [pb.parse((logs / f"eff32x64-seed{s}.txt").read_text()) for s in (52, 53, 54)]
+    assert [len(r) for r in runs] == [120, 120, 120]
+    assert all(set(row["runs"]) == {"as_is", "eff32x64_40"} for r in runs for row in r)
+    v = pb.verdict(runs, "as_is", "eff32x64_40", 1.05, 0.85)
+    assert v["passes"] and v["changed"] == 57 and round(v["speedup"], 3) == 1.240
+    assert v["worst"][0] == "160x773x588 tt" and round(v["worst"][1], 3) == 0.925
+    assert [tuple(round(x, 3) for x in s) for s in v["seeds"]] == [(0.931, 0.960), (0.929, 0.964), (0.931, 0.964)]
+    assert not pb.verdict(runs, "as_is", "eff32x64_40", 1.05, 0.93)["passes"]
+    assert not pb.verdict(runs, "eff32x64_40", "as_is", 1.05, 0.85)["passes"]  # the other way: slower
+    plans = [row["runs"]["as_is"][2] for r in runs for row in r]
+    assert sum(p[6] for p in plans) > 0 and sum(bool(p[7]) for p in plans) > 0  # aT, +m/+n cuts
+    text = "".join((logs / f"eff32x64-seed{s}.txt").read_text() for s in (52, 53, 54))
+    assert all(f"[{pb.plan_str(p)} {p[5]}]" in text for p in plans)  # every plan read back whole
+
+
 def test_probe_breakdown_reads_the_recorded_probe():
     """scripts/probe_breakdown.py on the recorded 139-shape probe (H200, 2026-12-04): every shape
     parsed, the log's own geometric means reproduced, each shape in one path class, and the 6
