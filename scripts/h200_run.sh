@@ -247,12 +247,19 @@ for what in "$@"; do
         random_variants $s as_is,eff32x64_30 eff32x64-seed$s.txt ${VARIANT_LIMIT:-150}
       done ;;
     repack-k)
-      step "no operand copied below K = 257 or 513 (choice.REPACK_MIN_K) against as is on fresh random shapes (seeds 55-57)"
-      # rule written before the run (docs/dispatch.md, "Repacked plans on random shapes"): taken if
-      # the plans it changes run >= 1.05x faster (geometric mean), none below 0.90x, no seed's
-      # auto/cuBLAS falling
+      step "operands copied at any K (REPACK_MIN_K 0) against as is (257) on random shapes (seeds 55-57)"
+      # the run that set choice.REPACK_MIN_K to 257 (34dd8f1) timed as_is (then 0) against 257, 513
+      # and TRANSPOSE_A_MIN_M 1024; the rule it was taken by is in docs/dispatch.md, "Repacked plans"
       for s in 55 56 57; do
-        random_variants $s as_is,rp_min_k257,rp_min_k513,at_min_m1024 repack-k-seed$s.txt ${VARIANT_LIMIT:-180}
+        random_variants $s as_is,rp_min_k0 repack-k-seed$s.txt ${VARIANT_LIMIT:-180}
+      done ;;
+    epilogue2)
+      step "the model's epilogue term (model.EPILOGUE_EXPOSURE 2.0) against as is (0) on fresh random shapes (seeds 58-60)"
+      # rule written before the run (docs/dispatch.md, "Repacked plans on random shapes", measured):
+      # taken if the plans it changes run >= 1.05x faster (geometric mean), none below 0.90x, no
+      # seed's auto/cuBLAS falling
+      for s in 58 59 60; do
+        random_variants $s as_is,epilogue2 epilogue2-seed$s.txt ${VARIANT_LIMIT:-150}
       done ;;
     ncu-rp)
       step "ncu: gemmlab auto against cuBLAS on repacked random shapes (seeds 50-54), kernel by kernel"

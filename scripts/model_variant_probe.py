@@ -45,11 +45,10 @@ VARIANTS = {
     # unaligned operands: never copied / always copied into an aligned workspace
     "rp_never": ((choice, "REPACK_MIN_FLOP_PER_BYTE", float("inf")),),
     "rp_always": ((choice, "REPACK_MIN_FLOP_PER_BYTE", 0.0),),
-    # no copy of an operand below K = 257 (choice.REPACK_MIN_K; docs/dispatch.md "Repacked plans")
-    "rp_min_k257": ((choice, "REPACK_MIN_K", 257),),
-    "rp_min_k513": ((choice, "REPACK_MIN_K", 513),),
-    # A transposed only where M >= 1024 (choice.TRANSPOSE_A_MIN_M, 128 as shipped)
-    "at_min_m1024": ((choice, "TRANSPOSE_A_MIN_M", 1024),),
+    # operands copied at any K (choice.REPACK_MIN_K 0: the runtime before the twenty-seventh session,
+    # which set 257 on the run of 34dd8f1 with this setting as is, and 257 and 513 as variants;
+    # docs/dispatch.md "Repacked plans")
+    "rp_min_k0": ((choice, "REPACK_MIN_K", 0),),
     # s10 and s11 add 3 to 8 slices in a cluster where all the grid's clusters are resident (the
     # runtime since 2026-12-04), or only 2 slices in a cluster and more through the workspace
     "resident2": ((get("s10"), "RESIDENT_CLUSTER_MAX", 2), (get("s11"), "RESIDENT_CLUSTER_MAX", 2)),

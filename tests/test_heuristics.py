@@ -354,9 +354,11 @@ def test_should_repack():
 def test_should_repack_k_major_b_of_an_unaligned_problem(monkeypatch):
     """The K-major B rule copies B of aligned problems only; an unaligned problem follows the FLOP
     per byte rule (as shipped since 2026-12-04); with TRANSPOSE_B_ANY_ALIGNMENT on, the rule copied
-    unaligned problems too, whatever their FLOP per copied byte."""
+    unaligned problems too, whatever their FLOP per copied byte. (K below choice.REPACK_MIN_K is
+    never copied: held at 0, off, as when these rules were set.)"""
     from gemmlab.heuristics import choice
 
+    monkeypatch.setattr(choice, "REPACK_MIN_K", 0)
     odd = Problem.dense(1641, 119, 149, "tt", **ALIGNED)     # 28 FLOP per copied byte, M >= 1024
     big_odd = Problem.dense(2213, 773, 321, "nt", **ALIGNED)  # 143
     even = Problem.dense(2048, 120, 148, "tt", **ALIGNED)
@@ -371,23 +373,25 @@ def test_should_repack_k_major_b_of_an_unaligned_problem(monkeypatch):
 
 
 def test_no_repack_below_repack_min_k(monkeypatch):
-    """choice.REPACK_MIN_K (0 as shipped: off) keeps every operand where it is below that K, both
-    the unaligned copy and the K-major B transpose, and the plan then runs the same tile on the
-    caller's operands; at and above it the rules decide as before. Shapes from seed 50-54's
-    repacked plans (docs/dispatch.md, "Repacked plans on random shapes")."""
+    """choice.REPACK_MIN_K (257 since the twenty-seventh session) keeps every operand where it is
+    below that K, both the unaligned copy and the K-major B transpose, and the plan then runs the
+    same tile on the caller's operands; at and above it the rules decide as before (0: off, every
+    K). Shapes from seed 50-54's repacked plans (docs/dispatch.md, "Repacked plans on random
+    shapes")."""
     from gemmlab.heuristics import choice
 
     probe = load_script("model_variant_probe")
     unaligned = Problem.dense(2900, 1329, 101, "tn", **ALIGNED)   # B's rows (1329) unaligned
     k_major_b = Problem.dense(2168, 2240, 104, "tt", **ALIGNED)   # aligned, B K-major, M >= 1024
+    last = Problem.dense(2900, 1329, 256, "tn", **ALIGNED)
     deep = Problem.dense(2900, 1329, 257, "tn", **ALIGNED)
-    assert choice.REPACK_MIN_K == 0
-    assert all(heuristics.should_repack(p) for p in (unaligned, k_major_b, deep))
-    before = probe.h200_choice(2900, 1329, 101, "tn", 1)
-    monkeypatch.setattr(choice, "REPACK_MIN_K", 257)
-    assert not heuristics.should_repack(unaligned) and not heuristics.should_repack(k_major_b)
+    assert choice.REPACK_MIN_K == 257
+    assert not any(heuristics.should_repack(p) for p in (unaligned, k_major_b, last))
     assert heuristics.should_repack(deep)
     after = probe.h200_choice(2900, 1329, 101, "tn", 1)
+    monkeypatch.setattr(choice, "REPACK_MIN_K", 0)
+    assert all(heuristics.should_repack(p) for p in (unaligned, k_major_b, last, deep))
+    before = probe.h200_choice(2900, 1329, 101, "tn", 1)
     assert before.repack and not after.repack
     assert (after.spec.id, after.config, after.split_k) == (before.spec.id, before.config, before.split_k)
 
@@ -730,8 +734,11 @@ def test_model_variant_probe_dry_run_lists_the_changed_choices(capsys, monkeypat
     """scripts/model_variant_probe.py --dry (no GPU, no torch): the choices a variant changes, as
     the H200 would make them; brule_any (the K-major B rule of before 2026-12-04) repacks
     1641x119x149 tt (28 FLOP per byte) and leaves 2048x2048x2048 nt (aligned: B alone copied) as
-    it is."""
+    it is (choice.REPACK_MIN_K held at 0, off: with it at 257 no copy is made at K = 149)."""
+    from gemmlab.heuristics import choice
+
     mvp = load_script("model_variant_probe")
+    monkeypatch.setattr(choice, "REPACK_MIN_K", 0)
     monkeypatch.setattr(mvp, "VARIANTS", {k: mvp.VARIANTS[k] for k in ("as_is", "brule_any")})
     shapes = [(1641, 119, 149, "tt", 1), (2048, 2048, 2048, "nt", 1)]
     assert not mvp.h200_choice(*shapes[0]).repack and mvp.h200_choice(*shapes[1]).repack
@@ -741,6 +748,20 @@ def test_model_variant_probe_dry_run_lists_the_changed_choices(capsys, monkeypat
     assert out[1].split()[0] == "1641x119x149" and " rp " not in out[1].split("->")[0] and " rp " in out[1].split("->")[1]
     assert out[-1] == "changed: 1641 119 149 tt 1"  # as the probe's command line takes them
     assert not mvp.h200_choice(*shapes[0]).repack  # the variant's setting undone
+
+
+def test_every_variant_h200_run_names_exists():
+    """Each variant list scripts/h200_run.sh hands model_variant_probe.py (--variants, fixed_variants,
+    random_variants, with or without an environment override's default) names only variants the
+    probe defines, so a target cannot stop at its first line on the device for a removed name."""
+    from pathlib import Path
+
+    mvp = load_script("model_variant_probe")
+    text = (Path(__file__).resolve().parents[1] / "scripts" / "h200_run.sh").read_text()
+    lists = re.findall(r"(?:--variants|fixed_variants|random_variants \S+) (?:\$\{\w+:-)?([a-z][\w.+-]*(?:,[\w.+-]+)+)", text)
+    assert len(lists) >= 20 and ["as_is", "rp_min_k0"] in [x.split(",") for x in lists]
+    missing = sorted({name for x in lists for name in x.split(",")} - set(mvp.VARIANTS))
+    assert not missing, missing
 
 
 def test_model_variant_probe_dry_run_counts_a_changed_stand_in(capsys, monkeypatch):
@@ -884,7 +905,8 @@ def test_the_nearest_bound_rests_on_the_plans_the_h200_ran(monkeypatch):
     any shape. The tuned entries' own bound (TUNED_MODEL_SLACK, on since 2026-12-06: it moves the
     logs' 1792x1792x1792 nt) is held at the logs' None, and so is the cut into whole waves and a
     tail (TAIL_MIN_GAIN, on since 2026-12-07); 32x64 x4's efficiency (0.40 since 2026-12-07) at
-    the logs' 0.30."""
+    the logs' 0.30; and every K may be copied (choice.REPACK_MIN_K, 257 since the twenty-seventh
+    session, at the logs' 0)."""
     from dataclasses import replace
     from pathlib import Path
 
@@ -892,6 +914,7 @@ def test_the_nearest_bound_rests_on_the_plans_the_h200_ran(monkeypatch):
 
     monkeypatch.setattr(choice, "TUNED_MODEL_SLACK", None)
     monkeypatch.setattr(choice, "TAIL_MIN_GAIN", None)
+    monkeypatch.setattr(choice, "REPACK_MIN_K", 0)
     monkeypatch.setattr(space, "SM90", tuple(replace(c, efficiency=0.30) if c.label == "32x64 w16x32 x4" else c
                                              for c in space.SM90))
 

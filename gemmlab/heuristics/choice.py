@@ -51,8 +51,13 @@ REPACK_MIN_FLOP_PER_BYTE = 100
 # 2MNK over the copied bytes does not depend on K; but on the H100 (running the H200 table's plans,
 # results/h100/logs/6e0b2d3/eff32x64-seed5*.txt, 600 random shapes) the 33 plans that repacked at
 # K <= 256 ran at 0.753 of cuBLAS where the unrepacked ones at K <= 256 ran at 1.016 (s11, 78) and
-# 0.960 (s10, 87). To be measured (h200_run.sh repack-k, docs/dispatch.md "Repacked plans").
-REPACK_MIN_K = 0
+# 0.960 (s10, 87). 257 since the twenty-seventh session, by the rule written before the run
+# (docs/dispatch.md, "Repacked plans on random shapes"): on fresh seeds 55-57 (H100 running the
+# H200 table's plans, results/h100/logs/34dd8f1/repack-k-seed5*.txt) the 25 plans it changes ran
+# 1.098x faster (worst 1272x2704x191 tt 0.922, 1344x1093x113 nt 0.617 -> 0.779 of cuBLAS) and
+# each seed's auto/cuBLAS rose (0.932 -> 0.940, 0.929 -> 0.932, 0.919 -> 0.925). 513 failed it
+# (1519x3843x260 nt 0.854x): from K = 257 on the copies pay often enough.
+REPACK_MIN_K = 257
 TRANSPOSE_B_MIN_M = 1024       # K-major B is transposed when M >= this: 2MNK / 8KN = M/4 FLOP per byte
 # (below it the copy is all the transpose adds: 768x768x2048 nt 80.3 -> 87.4 us transposed, 11 of 12
 # shapes slower; scripts/b_transpose_min_m_probe.py, results/h200/logs/b-transpose-min-m-probe.txt)

@@ -57,7 +57,10 @@ OCCUPANCY_EXPONENT_UNALIGNED = 0.5
 # 1.0263 there, 1.028 -> 1.019 on the small-tile probe). On random shapes (H200, variant
 # ``epilogue2`` of scripts/model_variant_probe.py, results/h200/logs/variants-16.txt, -18.txt) the
 # 14 and 7 of 139 choices it moves ran 0.906 -> 0.904 and 0.846 -> 0.937: not taken while one seed
-# is flat (docs/dispatch.md).
+# is flat (docs/dispatch.md). On an H100 running the H200 table's plans (twenty-seventh session,
+# seeds 55-57, results/h100/logs/34dd8f1/epilogue2-seed5*.txt) its 32 changed plans ran 1.058x
+# faster, none below 0.94x; that run had no rule written before it, so a fresh one decides
+# (h200_run.sh epilogue2, seeds 58-60; docs/dispatch.md, "Repacked plans on random shapes").
 EPILOGUE_EXPOSURE = 0.0
 # Unaligned problems (``aligned=False``) with the problem at hand: the model counts the blocks per
 # SM, the tile and the cluster rule of the kernel the plan then runs (s11's s10 stand-in for that
