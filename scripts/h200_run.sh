@@ -261,6 +261,11 @@ for what in "$@"; do
       for s in 58 59 60; do
         random_variants $s as_is,epilogue2 epilogue2-seed$s.txt ${VARIANT_LIMIT:-150}
       done ;;
+    short-k)
+      step "s11 tiles on one full wave each, K 32-2048: fixed cost a wave and the main loop's rate, against the model"
+      # prediction written before the run: docs/dispatch.md, "Repacked plans on random shapes"
+      (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout ${VARIANT_LIMIT:-300} python3 short_k_probe.py 2>&1 \
+        | grep -v -i warn | tee "$RES/short-k.txt" | tail -9) ;;
     ncu-rp)
       step "ncu: gemmlab auto against cuBLAS on repacked random shapes (seeds 50-54), kernel by kernel"
       bash scripts/ncu_vs_cublas.sh "$RES/ncu-rp" "2900 1329 101 tn" "2168 2239 104 tt" "3596 3091 137 tn" \

@@ -750,6 +750,31 @@ def test_model_variant_probe_dry_run_lists_the_changed_choices(capsys, monkeypat
     assert not mvp.h200_choice(*shapes[0]).repack  # the variant's setting undone
 
 
+def test_short_k_probe_shapes_and_fit():
+    """scripts/short_k_probe.py (CPU parts): each tile's problem is exactly one full wave of its
+    blocks on 132 SMs, and the straight line fitted to the model's own times gives back the
+    model's constants (BLOCK_OVERHEAD_S a wave, the candidate's efficiency), so the measured fit
+    beside it reads in the same units."""
+    from gemmlab.heuristics import model
+
+    probe = load_script("short_k_probe")
+    gpu = model.Gpu()
+    rows = probe.plan(probe.TILES, probe.KS, gpu)
+    assert len(rows) == len(probe.TILES) >= 7
+    for cand, M, N, mod in rows:
+        bm, bn = cand.tile()
+        assert M % bm == 0 and N % bn == 0 and (M // bm) * (N // bn) == 132 * cand.blocks_per_sm(), cand.label
+        fixed, slope = probe.fit_line(list(probe.KS), mod)
+        assert abs(fixed - model.BLOCK_OVERHEAD_S * 1e6) < 1e-6, (cand.label, fixed)
+        assert abs(probe.efficiency(cand, slope, gpu) - cand.efficiency) < 1e-9, cand.label
+    assert probe.one_wave_shape(256, 128, 1) == (1536, 2816)  # 6 x 22 tiles: the squarest of 132
+    assert probe.fit_line([1, 2, 3], [5.0, 7.0, 9.0]) == (3.0, 2.0)
+    line = probe.summary(rows[0][0], rows[0][1], rows[0][2], probe.KS,
+                         [2 * t + 10 for t in rows[0][3]], rows[0][3], gpu)
+    # twice the model's times plus 10 us: twice its fixed cost plus 10, half its efficiency
+    assert f"measured: fixed {14.0:6.1f} us/wave, slope eff {rows[0][0].efficiency / 2:.3f}" in line, line
+
+
 def test_every_variant_h200_run_names_exists():
     """Each variant list scripts/h200_run.sh hands model_variant_probe.py (--variants, fixed_variants,
     random_variants, with or without an environment override's default) names only variants the
