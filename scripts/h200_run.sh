@@ -24,6 +24,9 @@ fixed_variants() {
 # variants against the runtime on 120 random shapes of one seed (model_variant_probe.py), logged:
 #   random_variants SEED VARIANTS LOG TIMEOUT_S
 random_variants() { fixed_variants "$2" "$3" "$4" 6 --random 120 --seed "$1"; }
+# the same on several seeds, one log each (PREFIX-seedS.txt):
+#   seeded_variants "SEED ..." VARIANTS PREFIX TIMEOUT_S
+seeded_variants() { local s; for s in $1; do random_variants "$s" "$2" "$3-seed$s.txt" "$4"; done; }
 for what in "$@"; do
   case "$what" in
     tests|tests-a|tests-b)
@@ -243,24 +246,18 @@ for what in "$@"; do
       step "s11 32x64 at efficiency 0.30 (before 0ce1cbd) against as is (0.40) on random shapes (seeds 52-54)"
       # the run that set 0.40 (7474a15) timed as_is,eff32x64_40 with 0.30 as is; the rule it was
       # taken by is in docs/dispatch.md, "Small batched GEMMs"
-      for s in 52 53 54; do
-        random_variants $s as_is,eff32x64_30 eff32x64-seed$s.txt ${VARIANT_LIMIT:-150}
-      done ;;
+      seeded_variants "52 53 54" as_is,eff32x64_30 eff32x64 ${VARIANT_LIMIT:-150} ;;
     repack-k)
       step "operands copied at any K (REPACK_MIN_K 0) against as is (257) on random shapes (seeds 55-57)"
       # the run that set choice.REPACK_MIN_K to 257 (34dd8f1) timed as_is (then 0) against 257, 513
       # and TRANSPOSE_A_MIN_M 1024; the rule it was taken by is in docs/dispatch.md, "Repacked plans"
-      for s in 55 56 57; do
-        random_variants $s as_is,rp_min_k0 repack-k-seed$s.txt ${VARIANT_LIMIT:-180}
-      done ;;
+      seeded_variants "55 56 57" as_is,rp_min_k0 repack-k ${VARIANT_LIMIT:-180} ;;
     epilogue2)
       step "the model's epilogue term (model.EPILOGUE_EXPOSURE 2.0) against as is (0) on fresh random shapes (seeds 58-60)"
       # rule written before the run (docs/dispatch.md, "Repacked plans on random shapes", measured):
       # taken if the plans it changes run >= 1.05x faster (geometric mean), none below 0.90x, no
       # seed's auto/cuBLAS falling
-      for s in 58 59 60; do
-        random_variants $s as_is,epilogue2 epilogue2-seed$s.txt ${VARIANT_LIMIT:-150}
-      done ;;
+      seeded_variants "58 59 60" as_is,epilogue2 epilogue2 ${VARIANT_LIMIT:-150} ;;
     short-k)
       step "s11 tiles on one full wave each, K 32-2048: fixed cost a wave and the main loop's rate, against the model"
       # prediction written before the run: docs/dispatch.md, "Repacked plans on random shapes"

@@ -776,14 +776,16 @@ def test_short_k_probe_shapes_and_fit():
 
 
 def test_every_variant_h200_run_names_exists():
-    """Each variant list scripts/h200_run.sh hands model_variant_probe.py (--variants, fixed_variants,
-    random_variants, with or without an environment override's default) names only variants the
-    probe defines, so a target cannot stop at its first line on the device for a removed name."""
+    """Each variant list scripts/h200_run.sh hands model_variant_probe.py (--variants,
+    fixed_variants, random_variants, seeded_variants, with or without an environment override's
+    default) names only variants the probe defines, so a target cannot stop at its first line on
+    the device for a removed name."""
     from pathlib import Path
 
     mvp = load_script("model_variant_probe")
     text = (Path(__file__).resolve().parents[1] / "scripts" / "h200_run.sh").read_text()
-    lists = re.findall(r"(?:--variants|fixed_variants|random_variants \S+) (?:\$\{\w+:-)?([a-z][\w.+-]*(?:,[\w.+-]+)+)", text)
+    lists = re.findall(r"(?:--variants|fixed_variants|random_variants \S+|seeded_variants \"[\d ]+\") (?:\$\{\w+:-)?"
+                       r"([a-z][\w.+-]*(?:,[\w.+-]+)+)", text)
     assert len(lists) >= 20 and ["as_is", "rp_min_k0"] in [x.split(",") for x in lists]
     missing = sorted({name for x in lists for name in x.split(",")} - set(mvp.VARIANTS))
     assert not missing, missing
