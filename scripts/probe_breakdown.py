@@ -1,15 +1,15 @@
 """Where `auto` gains or loses against cuBLAS in a log of scripts/model_variant_probe.py (CPU only).
 
 Each shape is put in classes (the path its plan takes, A transposed or not, K, FLOP, layout,
-batched) and each class gets the geometric mean of auto/cuBLAS per variant. The path is read from the logged plan and the
-runtime's rules: ``s11 aligned`` (TMA on the caller's operands), ``s10 unaligned`` (4-byte
-copies, no repack), ``repacked`` (operands copied first: ``unaligned`` for the FLOP per byte
-rule, ``B-rule`` where only the K-major B rule asked for it, ``B-rule aligned`` where B alone is
-copied). Then, for every variant but the first, the shapes whose choice (stage, tile, split,
+batched) and each class gets the geometric mean of auto/cuBLAS per variant. The path is read
+from the logged plan and the runtime's rules: ``s11 aligned`` (TMA on the caller's operands),
+``s10 unaligned`` (4-byte copies, no repack), ``repacked`` (operands copied first: ``unaligned``
+for the FLOP per byte rule, ``B-rule`` where only the K-major B rule asked for it, ``B-rule
+aligned`` where B alone is copied). Then, for every variant but the first, the shapes whose choice (stage, tile, split,
 repack, A transpose, tail cut) differs from the first's, with both ratios. With --rule, the
 verdict of docs/dispatch.md's rule for each variant against the first over several logs (seeds).
     python3 scripts/probe_breakdown.py LOG
-    python3 scripts/probe_breakdown.py --rule 1.05,0.90 LOG...""" 
+    python3 scripts/probe_breakdown.py --rule 1.05,0.90 LOG..."""
 from __future__ import annotations
 
 import math
@@ -112,8 +112,11 @@ def changed(rows: list[dict], base: str, variant: str) -> list[tuple]:
     """(shape, base ratio, variant ratio, base plan, variant plan) where the plan differs."""
     out = []
     for r in rows:
-        if base in r["runs"] and variant in r["runs"] and what_runs(r["runs"][base][2]) != what_runs(r["runs"][variant][2]):
-            out.append((shape_str(r), r["runs"][base][1], r["runs"][variant][1], r["runs"][base][2], r["runs"][variant][2]))
+        if base not in r["runs"] or variant not in r["runs"]:
+            continue
+        (_, rb, pb), (_, rv, pv) = r["runs"][base], r["runs"][variant]
+        if what_runs(pb) != what_runs(pv):
+            out.append((shape_str(r), rb, rv, pb, pv))
     return out
 
 
