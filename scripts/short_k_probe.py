@@ -111,7 +111,7 @@ def main(argv):
             times.append(us)
             del ops
         print(f"{cand.label:30} {M}x{N} us: " + " ".join(f"{t:7.1f}" for t in times)
-              + f"  (model: " + " ".join(f"{t:.1f}" for t in mod) + ")", flush=True)
+              + "  (model: " + " ".join(f"{t:.1f}" for t in mod) + ")", flush=True)
         results.append((cand, M, N, times, mod))
     print()
     for cand, M, N, times, mod in results:
