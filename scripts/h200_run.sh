@@ -258,6 +258,11 @@ for what in "$@"; do
       # taken if the plans it changes run >= 1.05x faster (geometric mean), none below 0.90x, no
       # seed's auto/cuBLAS falling
       seeded_variants "58 59 60" as_is,epilogue2 epilogue2 ${VARIANT_LIMIT:-150} ;;
+    fixed4)
+      step "the model's fixed cost and epilogue terms as short-k measured them (variant fixed4_epi2_u3) on fresh random shapes (seeds 61-63)"
+      # rule written before the run (docs/dispatch.md, "Repacked plans on random shapes", short-k
+      # measured): as epilogue2's
+      seeded_variants "61 62 63" as_is,fixed4_epi2_u3 fixed4 ${VARIANT_LIMIT:-150} ;;
     short-k)
       step "s11 tiles on one full wave each, K 32-2048: fixed cost a wave and the main loop's rate, against the model"
       # prediction written before the run: docs/dispatch.md, "Repacked plans on random shapes"

@@ -62,6 +62,8 @@ OCCUPANCY_EXPONENT_UNALIGNED = 0.5
 # faster, none below 0.94x; that run had no rule written before it, so a fresh one decides
 # (h200_run.sh epilogue2, seeds 58-60; docs/dispatch.md, "Repacked plans on random shapes").
 EPILOGUE_EXPOSURE = 0.0
+# The same for problems on s10's 4-byte copies (``aligned=False``). Off (0) in the runtime.
+EPILOGUE_EXPOSURE_UNALIGNED = 0.0
 # Unaligned problems (``aligned=False``) with the problem at hand: the model counts the blocks per
 # SM, the tile and the cluster rule of the kernel the plan then runs (s11's s10 stand-in for that
 # problem, ``runs_as``), not of the space's candidate. They differ where the stand-in depends on the
@@ -134,7 +136,8 @@ def predict(cand: space.Candidate, M: int, N: int, K: int, batch: int, split_k: 
     occupancy = resident / max(bps, cand.blocks_per_sm())
     sm_rate = eff * gpu.sm_flops * occupancy ** exponent
     compute = 2.0 * bm * bn * max(k_len, 1) / (sm_rate / resident)
-    epilogue = EPILOGUE_EXPOSURE * 4.0 * bm * bn * resident * sms / gpu.bandwidth if aligned else 0.0
+    exposure = EPILOGUE_EXPOSURE if aligned else EPILOGUE_EXPOSURE_UNALIGNED
+    epilogue = exposure * 4.0 * bm * bn * resident * sms / gpu.bandwidth if exposure else 0.0
     per_block = compute + BLOCK_OVERHEAD_S + epilogue
     seconds = math.ceil(waves) * per_block  # a partial last wave costs a whole one
     if s > 1 and cluster and gpu.cc >= CLUSTER_MIN_CC and _adds_in_cluster(spec, cfg, M, N, s, batch, gpu.sms):
