@@ -62,6 +62,11 @@ VARIANTS = {
     # such entries, regret 1.0378 -> 1.0181, measured / predicted 1.39 -> 0.99)
     "fixed4_epi2_u3": ((model, "BLOCK_OVERHEAD_S", 4.0e-6), (model, "EPILOGUE_EXPOSURE", 2.0),
                        (model, "EPILOGUE_EXPOSURE_UNALIGNED", 3.0)),
+    # the same with the epilogue of a split added in a cluster counted at the band of 1/S of the
+    # tile each block stores (model.EPILOGUE_CLUSTER_BAND; fixed4_epi2_u3's losers on seeds 61-63
+    # moved from 128x64 split 6-9 to 64x64 split 2-3)
+    "fixed4_band": ((model, "BLOCK_OVERHEAD_S", 4.0e-6), (model, "EPILOGUE_EXPOSURE", 2.0),
+                    (model, "EPILOGUE_EXPOSURE_UNALIGNED", 3.0), (model, "EPILOGUE_CLUSTER_BAND", True)),
     # the K-major B copy for aligned problems only; unaligned ones follow the FLOP per byte rule (the
     # runtime since 2026-12-04), or for every problem (before)
     "brule_aligned": ((choice, "TRANSPOSE_B_ANY_ALIGNMENT", False),),

@@ -59,11 +59,21 @@ OCCUPANCY_EXPONENT_UNALIGNED = 0.5
 # 14 and 7 of 139 choices it moves ran 0.906 -> 0.904 and 0.846 -> 0.937: not taken while one seed
 # is flat (docs/dispatch.md). On an H100 running the H200 table's plans (twenty-seventh session,
 # seeds 55-57, results/h100/logs/34dd8f1/epilogue2-seed5*.txt) its 32 changed plans ran 1.058x
-# faster, none below 0.94x; that run had no rule written before it, so a fresh one decides
-# (h200_run.sh epilogue2, seeds 58-60; docs/dispatch.md, "Repacked plans on random shapes").
+# faster, none below 0.94x; that run had no rule written before it. On fresh seeds 58-60 with the
+# rule written first (docs/dispatch.md, "Repacked plans on random shapes"): 32 plans 1.063x, worst
+# 492x648x1528 nn 0.863, so not taken. scripts/short_k_probe.py (H100) measured a wave's fixed cost
+# at 6.8-15.2 us, about BLOCK_OVERHEAD_S at 4 us plus this term at 2.1; those constants (variant
+# ``fixed4_epi2_u3``, with the 4-byte path's term below at 3.0) failed the same rule on seeds 61-63
+# (72 plans 1.053x, worst 0.808), their moves being below the model's resolution.
 EPILOGUE_EXPOSURE = 0.0
-# The same for problems on s10's 4-byte copies (``aligned=False``). Off (0) in the runtime.
+# The same for problems on s10's 4-byte copies (``aligned=False``). Off (0) in the runtime; the
+# table's 31 such entries are ranked best at 3.0 (scripts/model_fit.py).
 EPILOGUE_EXPOSURE_UNALIGNED = 0.0
+# Where the slices of a tile are added in a cluster, each of its blocks stores a band of 1/S of
+# the tile (kernels/epilogue/cluster_reduce.cuh): True counts that band in the epilogue term,
+# False the whole tile (as the variants of the twenty-eighth session ran). No effect while the
+# exposures above are 0.
+EPILOGUE_CLUSTER_BAND = False
 # Unaligned problems (``aligned=False``) with the problem at hand: the model counts the blocks per
 # SM, the tile and the cluster rule of the kernel the plan then runs (s11's s10 stand-in for that
 # problem, ``runs_as``), not of the space's candidate. They differ where the stand-in depends on the
@@ -136,11 +146,14 @@ def predict(cand: space.Candidate, M: int, N: int, K: int, batch: int, split_k: 
     occupancy = resident / max(bps, cand.blocks_per_sm())
     sm_rate = eff * gpu.sm_flops * occupancy ** exponent
     compute = 2.0 * bm * bn * max(k_len, 1) / (sm_rate / resident)
+    clustered = s > 1 and cluster and gpu.cc >= CLUSTER_MIN_CC and _adds_in_cluster(spec, cfg, M, N, s, batch, gpu.sms)
     exposure = EPILOGUE_EXPOSURE if aligned else EPILOGUE_EXPOSURE_UNALIGNED
     epilogue = exposure * 4.0 * bm * bn * resident * sms / gpu.bandwidth if exposure else 0.0
+    if clustered and EPILOGUE_CLUSTER_BAND:
+        epilogue /= s
     per_block = compute + BLOCK_OVERHEAD_S + epilogue
     seconds = math.ceil(waves) * per_block  # a partial last wave costs a whole one
-    if s > 1 and cluster and gpu.cc >= CLUSTER_MIN_CC and _adds_in_cluster(spec, cfg, M, N, s, batch, gpu.sms):
+    if clustered:
         seconds += math.ceil(waves) * CLUSTER_REDUCE_S
         if blocks > capacity:
             seconds /= CLUSTER_MULTIWAVE_EFFICIENCY
