@@ -6,8 +6,9 @@ fixed part is what a wave costs before and after its main loop (the pipeline's f
 TMA round trip, the epilogue), the slope its main loop's rate, given as the FFMA efficiency it
 implies (2·BM·BN·blocks per SM FLOP per unit of K against the SM's FFMA peak). The waves model's
 line for the same plans (heuristics/model.py: BLOCK_OVERHEAD_S and the candidate's efficiency)
-is printed beside it. docs/dispatch.md, "Repacked plans on random shapes": ncu put the short-K
-loss in the GEMM kernel, not in the copies.
+is printed beside it, and cuBLAS's line on the same problems (torch.mm, timed alike).
+docs/dispatch.md, "Repacked plans on random shapes": ncu put the short-K loss in the GEMM
+kernel, not in the copies.
     python3 scripts/short_k_probe.py [--dry] [--tiles 'LABEL;LABEL'] [--ks 32,64,...]"""
 from __future__ import annotations
 
@@ -78,6 +79,13 @@ def summary(cand, M, N, ks, measured, modelled, gpu) -> str:
     return line + f" | model: fixed {am:5.1f} us/wave, eff {efficiency(cand, bm_, gpu):.3f}"
 
 
+def cublas_summary(cand, M, N, ks, cublas, gpu) -> str:
+    """cuBLAS's line on the same problems, in the same units (its fixed cost for this much output a
+    wave, the efficiency its slope implies for the same FLOP per unit of K)."""
+    a, b = fit_line(list(ks), cublas)
+    return f"{'  cuBLAS, same problems':30} {M:5}x{N:<5} measured: fixed {a:6.1f} us/wave, slope eff {efficiency(cand, b, gpu):.3f}"
+
+
 def main(argv):
     args = list(argv)
     tiles = TILES
@@ -96,26 +104,30 @@ def main(argv):
             print(summary(cand, M, N, ks, [float("nan")] * len(ks), mod, gpu))
         return
     from gemmlab.bench.candidates import Operands
-    from probe_common import checked_timer, compile_first, event_timer
+    from probe_common import checked_timer, compile_first, cublas_us, event_timer
 
-    timed = checked_timer(event_timer(target_seconds=0.05, max_seconds=0.5, min_reps=10, max_reps=100))
+    t = event_timer(target_seconds=0.05, max_seconds=0.5, min_reps=10, max_reps=100)
+    timed = checked_timer(t)
     compile_first([(Operands.make(cand.tile()[0], cand.tile()[1], 32, "nn"), cand.stage, dict(cand.config(), split_k=1))
                    for cand, _, _, _ in rows])
     results = []
     for cand, M, N, mod in rows:
-        times = []
+        times, cublas = [], []
         for K in ks:
             ops = Operands.make(M, N, K, "nn")
             ops.reference()
             us, what = timed(ops, cand.stage, dict(cand.config(), split_k=1))
             times.append(us)
+            cublas.append(cublas_us(t, ops))
             del ops
-        print(f"{cand.label:30} {M}x{N} us: " + " ".join(f"{t:7.1f}" for t in times)
-              + "  (model: " + " ".join(f"{t:.1f}" for t in mod) + ")", flush=True)
-        results.append((cand, M, N, times, mod))
+        print(f"{cand.label:30} {M}x{N} us: " + " ".join(f"{x:7.1f}" for x in times)
+              + "  (model: " + " ".join(f"{x:.1f}" for x in mod) + ")", flush=True)
+        print(f"{'  cuBLAS':30} {M}x{N} us: " + " ".join(f"{x:7.1f}" for x in cublas), flush=True)
+        results.append((cand, M, N, times, mod, cublas))
     print()
-    for cand, M, N, times, mod in results:
+    for cand, M, N, times, mod, cublas in results:
         print(summary(cand, M, N, ks, times, mod, gpu))
+        print(cublas_summary(cand, M, N, ks, cublas, gpu))
 
 
 if __name__ == "__main__":

@@ -824,6 +824,8 @@ def test_short_k_probe_shapes_and_fit():
                          [2 * t + 10 for t in rows[0][3]], rows[0][3], gpu)
     # twice the model's times plus 10 us: twice its fixed cost plus 10, half its efficiency
     assert f"measured: fixed {14.0:6.1f} us/wave, slope eff {rows[0][0].efficiency / 2:.3f}" in line, line
+    cub = probe.cublas_summary(rows[0][0], rows[0][1], rows[0][2], probe.KS, [2 * t + 10 for t in rows[0][3]], gpu)
+    assert "cuBLAS, same problems" in cub and f"fixed {14.0:6.1f} us/wave, slope eff {rows[0][0].efficiency / 2:.3f}" in cub
 
 
 def test_every_variant_h200_run_names_exists():
