@@ -35,7 +35,10 @@ fi
 cmd=${1:-test}
 shift || true
 case "$cmd" in
-    test)   exec "$PY" -m pytest -q "$@" ;;
+    test)   # in parallel (pytest-xdist, one worker a CPU) where it is installed and no -n was given
+            workers=()
+            if "$PY" -c "import xdist" 2>/dev/null && [[ " $* " != *" -n "* ]]; then workers=(-n auto); fi
+            exec "$PY" -m pytest -q ${workers[@]+"${workers[@]}"} "$@" ;;
     ladder) exec "$PY" -m gemmlab ladder "$@" ;;
     gemmlab) exec "$PY" -m gemmlab "$@" ;;
     *) echo "usage: bash run.sh ladder|test|gemmlab [ARGS...]" >&2; exit 2 ;;
