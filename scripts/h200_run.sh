@@ -259,7 +259,7 @@ for what in "$@"; do
       # seed's auto/cuBLAS falling
       seeded_variants "58 59 60" as_is,epilogue2 epilogue2 ${VARIANT_LIMIT:-150} ;;
     fixed4)
-      step "the model's fixed cost and epilogue terms as short-k measured them (variant fixed4_epi2_u3) on fresh random shapes (seeds 61-63)"
+      step "the model's fixed cost and epilogue terms as short-k measured them (variant fixed4_epi2_u3) on random shapes (seeds 61-63; 62 and 63 fresh)"
       # rule written before the run (docs/dispatch.md, "Repacked plans on random shapes", short-k
       # measured): as epilogue2's
       seeded_variants "61 62 63" as_is,fixed4_epi2_u3 fixed4 ${VARIANT_LIMIT:-150} ;;

@@ -56,10 +56,10 @@ VARIANTS = {
     # tuning measurements' times far better, their picks a little)
     "epilogue2": ((model, "EPILOGUE_EXPOSURE", 2.0),),
     # the fixed cost a wave that scripts/short_k_probe.py measured (H100, twenty-eighth session:
-    # 6.8-15.2 us a wave, about 4 us plus the epilogue term at 2.1; docs/dispatch.md, "Short K")
-    "fixed4_epi2": ((model, "BLOCK_OVERHEAD_S", 4.0e-6), (model, "EPILOGUE_EXPOSURE", 2.0)),
-    # and the epilogue term for problems on s10's 4-byte copies at 3.0 (model_fit: the table's 31
-    # such entries, regret 1.0378 -> 1.0181, measured / predicted 1.39 -> 0.99)
+    # 6.8-15.2 us a wave, about 4 us plus the epilogue term at 2.1), and the epilogue term for
+    # problems on s10's 4-byte copies at 3.0 (model_fit: the table's 31 such entries, regret 1.0378
+    # -> 1.0181, measured / predicted 1.39 -> 0.99); failed its rule on seeds 61-63
+    # (docs/dispatch.md, "Repacked plans on random shapes")
     "fixed4_epi2_u3": ((model, "BLOCK_OVERHEAD_S", 4.0e-6), (model, "EPILOGUE_EXPOSURE", 2.0),
                        (model, "EPILOGUE_EXPOSURE_UNALIGNED", 3.0)),
     # the same with the epilogue of a split added in a cluster counted at the band of 1/S of the
