@@ -8,7 +8,7 @@ for the FLOP per byte rule, ``B-rule`` where only the K-major B rule asked for i
 aligned`` where B alone is copied). Then, for every variant but the first, the shapes whose choice (stage, tile, split,
 repack, A transpose, tail cut) differs from the first's, with both ratios. With --rule, the
 verdict of docs/dispatch.md's rule for each variant against the first over several logs (seeds).
-    python3 scripts/probe_breakdown.py LOG
+    python3 scripts/probe_breakdown.py LOG...     (several logs: their shapes pooled, the variants all have)
     python3 scripts/probe_breakdown.py --rule 1.05,0.90 LOG..."""
 from __future__ import annotations
 
@@ -86,6 +86,13 @@ def gmean(v):
     return math.exp(sum(map(math.log, v)) / len(v)) if v else float("nan")
 
 
+def pooled(logs: list[list[dict]]) -> list[dict]:
+    """The shapes of several logs as one, each with only the variants every log has (seeds run
+    with different variants pool their as-is columns)."""
+    common = set.intersection(*({v for r in log for v in r["runs"]} for log in logs))
+    return [dict(r, runs={v: x for v, x in r["runs"].items() if v in common}) for log in logs for r in log]
+
+
 def breakdown(rows: list[dict]) -> dict:
     """{variant: {(class, value): [ratios]}} plus ("all", "") for every shape."""
     out: dict = defaultdict(lambda: defaultdict(list))
@@ -157,7 +164,7 @@ def main():
             print(f"{v}: {r['changed']} plans changed, {r['speedup']:.3f}x (rule >= {gain}), worst {worst} "
                   f"(rule >= {floor}); auto/cuBLAS per log {seeds}: {'passes' if r['passes'] else 'fails'}")
         return
-    rows = parse(Path(sys.argv[1]).read_text())
+    rows = pooled([parse(Path(f).read_text()) for f in sys.argv[1:]])
     table = breakdown(rows)
     variants = list(table)
     print(f"{len(rows)} shapes; auto / cuBLAS geometric mean per class (n shapes)")

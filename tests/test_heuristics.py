@@ -662,6 +662,28 @@ def test_the_epilogue_terms_of_unaligned_problems_and_cluster_bands(monkeypatch)
     assert math.isclose(epilogue(9, True), epilogue(9, False))  # 9 slices: the workspace
 
 
+def test_probe_breakdown_pools_logs_of_different_variants():
+    """Several logs pool their shapes with the variants every log has: the twenty-eighth session's
+    six seeds (epilogue2 on three, fixed4_epi2_u3 on three) give one as-is column of 720 shapes whose
+    overall mean is the six logs' own, and each class splits all of them."""
+    from pathlib import Path
+
+    pb = load_script("probe_breakdown")
+    logs = Path(__file__).resolve().parents[1] / "results" / "h100" / "logs" / "379482e"
+    runs = [pb.parse(p.read_text()) for p in sorted(logs.glob("*-seed*.txt"))]
+    assert len(runs) == 6 and {v for r in runs for row in r for v in row["runs"]} == {"as_is", "epilogue2", "fixed4_epi2_u3"}
+    rows = pb.pooled(runs)
+    assert len(rows) == 720 and all(set(row["runs"]) == {"as_is"} for row in rows)
+    table = pb.breakdown(rows)
+    assert set(table) == {"as_is"}
+    overall = table["as_is"][("all", "")]
+    assert math.isclose(pb.gmean(overall), pb.gmean([pb.gmean([row["runs"]["as_is"][1] for row in r]) for r in runs]))
+    for cls in pb.CLASSES:
+        assert sum(len(v) for k, v in table["as_is"].items() if k[0] == cls) == len(overall) == 720
+    # a single log keeps its variants
+    assert set(pb.breakdown(pb.pooled(runs[:1]))) == {"as_is", "epilogue2"}
+
+
 def test_variant_pairs_on_the_recorded_fixed4_run():
     """scripts/variant_pairs.py on the run that timed fixed4_epi2_u3 (H100 with the H200 table,
     seeds 61-63, results/h100/logs/379482e): 54 moved plans that are the model's own picks, each
