@@ -231,13 +231,19 @@ def apply(settings):
 H200 = model.Gpu(sms=132, clock_hz=1.98e9, cc=90)
 
 
+def h200_problem(M, N, K, lay, batch):
+    """The problem a call of this shape makes, its operands at 16-byte aligned addresses."""
+    from gemmlab.problem import Problem
+
+    return Problem.dense(M, N, K, lay, batch, a_ptr=1 << 40, b_ptr=2 << 40, d_ptr=3 << 40)
+
+
 def h200_choice(M, N, K, lay, batch):
     """What `auto` chooses for these shapes on the H200 with the shipped table (no GPU needed)."""
     from gemmlab.jit.compiler import compiler_version
-    from gemmlab.problem import Problem
 
-    p = Problem.dense(M, N, K, lay, batch, a_ptr=1 << 40, b_ptr=2 << 40, d_ptr=3 << 40)
-    return choice.choose(p, H200, table.identity("NVIDIA H200", "sm_90", compiler_version()))
+    return choice.choose(h200_problem(M, N, K, lay, batch), H200,
+                         table.identity("NVIDIA H200", "sm_90", compiler_version()))
 
 
 def tail_key(t) -> tuple:
@@ -262,9 +268,7 @@ def describe(c) -> str:
 def runs(c, M, N, K, lay, batch) -> tuple:
     """The stand-in (stage, config) that runs for a choice on operands TMA cannot take (a variant of
     the stand-in's rules changes it and not the choice), else ()."""
-    from gemmlab.problem import Problem
-
-    p = Problem.dense(M, N, K, lay, batch, a_ptr=1 << 40, b_ptr=2 << 40, d_ptr=3 << 40)
+    p = h200_problem(M, N, K, lay, batch)
     if not c.spec.aligned_path or p.operands_aligned() or c.repack:
         return ()
     run = c.spec.fallback(c.config, choice.stand_in_problem(p, False, c.repack, c.a_transpose))

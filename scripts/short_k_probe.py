@@ -67,23 +67,28 @@ def plan(tiles, ks, gpu: model.Gpu):
     return out
 
 
+def measured_fit(cand, ks, times, gpu) -> str:
+    """" measured: fixed ... us/wave, slope eff ..." of the line fitted to the times that ran (NaN:
+    not run or wrong), "" with fewer than two."""
+    pairs = [(k, t) for k, t in zip(ks, times) if t == t]
+    if len(pairs) < 2:
+        return ""
+    a, b = fit_line([k for k, _ in pairs], [t for _, t in pairs])
+    return f" measured: fixed {a:6.1f} us/wave, slope eff {efficiency(cand, b, gpu):.3f}"
+
+
 def summary(cand, M, N, ks, measured, modelled, gpu) -> str:
     """One line: the tile, its shape, and the fitted lines (fixed us per wave, FFMA efficiency of
     the slope) measured and modelled."""
-    pairs = [(k, t) for k, t in zip(ks, measured) if t == t]  # NaN: not run or wrong
-    line = f"{cand.label:30} {M:5}x{N:<5}"
-    if len(pairs) >= 2:
-        a, b = fit_line([k for k, _ in pairs], [t for _, t in pairs])
-        line += f" measured: fixed {a:6.1f} us/wave, slope eff {efficiency(cand, b, gpu):.3f}"
     am, bm_ = fit_line(list(ks), modelled)
-    return line + f" | model: fixed {am:5.1f} us/wave, eff {efficiency(cand, bm_, gpu):.3f}"
+    return (f"{cand.label:30} {M:5}x{N:<5}" + measured_fit(cand, ks, measured, gpu)
+            + f" | model: fixed {am:5.1f} us/wave, eff {efficiency(cand, bm_, gpu):.3f}")
 
 
 def cublas_summary(cand, M, N, ks, cublas, gpu) -> str:
     """cuBLAS's line on the same problems, in the same units (its fixed cost for this much output a
     wave, the efficiency its slope implies for the same FLOP per unit of K)."""
-    a, b = fit_line(list(ks), cublas)
-    return f"{'  cuBLAS, same problems':30} {M:5}x{N:<5} measured: fixed {a:6.1f} us/wave, slope eff {efficiency(cand, b, gpu):.3f}"
+    return f"{'  cuBLAS, same problems':30} {M:5}x{N:<5}" + measured_fit(cand, ks, cublas, gpu)
 
 
 def main(argv):

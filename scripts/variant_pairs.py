@@ -14,7 +14,6 @@ cent apart, measured spread far wider, is ranking below its resolution (docs/dis
     python3 scripts/variant_pairs.py VARIANT LOG..."""
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
@@ -25,14 +24,12 @@ import model_variant_probe as mvp  # noqa: E402
 import probe_breakdown as pb  # noqa: E402
 
 from gemmlab.heuristics import choice, model  # noqa: E402
-from gemmlab.problem import Problem  # noqa: E402
 from gemmlab.stages import tensor_map  # noqa: E402
 
 
 def heuristic_rank(row: dict) -> list:
     """model.rank as heuristics/choice.py's step 4 calls it for the row's problem."""
-    p = Problem.dense(row["M"], row["N"], row["K"], row["layout"], row["batch"],
-                      a_ptr=1 << 40, b_ptr=2 << 40, d_ptr=3 << 40)
+    p = mvp.h200_problem(row["M"], row["N"], row["K"], row["layout"], row["batch"])
     repack = choice.should_repack(p)
     aligned = p.operands_aligned() or repack
     a_t = choice.should_transpose_a(p)
@@ -66,8 +63,7 @@ def pairs(rows: list[dict], variant: str) -> list[dict]:
                     and q.split_k == old_best.split_k]
             if not same or not (logged(a[2], old_best) and logged(v[2], ranked[0])):
                 continue  # the recomputed picks are not what ran (a table or rule since): left out
-            shape = f"{row['M']}x{row['N']}x{row['K']}{'x%d' % row['batch'] if row['batch'] > 1 else ''} {row['layout']}"
-            out.append(dict(shape=shape, as_is=(old_best.candidate.label, old_best.split_k),
+            out.append(dict(shape=pb.shape_str(row), as_is=(old_best.candidate.label, old_best.split_k),
                             variant=(ranked[0].candidate.label, ranked[0].split_k),
                             measured=(a[0], v[0]), as_is_pred=old_best.seconds * 1e6,
                             as_is_pred_variant=same[0].seconds * 1e6, variant_pred=ranked[0].seconds * 1e6))
@@ -77,9 +73,7 @@ def pairs(rows: list[dict], variant: str) -> list[dict]:
 
 
 def summary(ps: list[dict]) -> dict:
-    def gmean(xs):
-        return math.exp(sum(map(math.log, xs)) / len(xs))
-
+    gmean = pb.gmean
     measured = [p["measured"][1] / p["measured"][0] for p in ps]
     predicted = [p["variant_pred"] / p["as_is_pred_variant"] for p in ps]
     return dict(n=len(ps), as_is_runtime=gmean([p["as_is_pred"] / p["measured"][0] for p in ps]),
