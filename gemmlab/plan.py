@@ -334,8 +334,11 @@ class _Builder:
             variant = {**variant, "sep_c": 1}
         grid = spec.grid(cfg, prob)
         if stream_k is not None:
+            variant = {k: v for k, v in variant.items() if k != "persistent"}
             variant = {**variant, "stream_k": 1}
             grid = (stream_k[0], 1, 1)
+        elif variant.get("persistent"):  # s11: as many blocks as the GPU holds, each running several tiles
+            grid = (spec.persistent_blocks(cfg, prob, _device.info(self.dev).sms), 1, 1)
         if grid[0] > INT32_MAX:
             raise ConfigError(f"stage {spec.id}: {grid[0]} blocks exceed the grid limit; use a larger tile")
         if grid[1] > 65535:

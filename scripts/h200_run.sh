@@ -268,6 +268,16 @@ for what in "$@"; do
       # prediction written before the run: docs/dispatch.md, "Repacked plans on random shapes"
       (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout ${VARIANT_LIMIT:-300} python3 short_k_probe.py 2>&1 \
         | grep -v -i warn | tee "$RES/short-k.txt" | tail -9) ;;
+    persistent)
+      step "s11 on a persistent grid against one block a tile: W-wave series and auto's mid-size s11 plans (seed 64)"
+      # prediction and rule written before the run: docs/stages/s10-s11.md, "A persistent grid"
+      (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout ${VARIANT_LIMIT:-400} python3 persistent_probe.py --seed 64 2>&1 \
+        | grep -v -i warn | tee "$RES/persistent.txt" | tail -16) ;;
+    tests-persistent)
+      step "pytest -m gpu tests/test_persistent.py"
+      timeout 280 python3 -m pytest -m gpu -q -n 8 --timeout 120 --timeout-method thread -p no:cacheprovider \
+        tests/test_persistent.py > "$OUT/gpu_persistent.txt" 2>&1; tail -15 "$OUT/gpu_persistent.txt" | cut -c1-300
+      summary+=("tests-persistent: $(tail -1 "$OUT/gpu_persistent.txt")") ;;
     ncu-rp)
       step "ncu: gemmlab auto against cuBLAS on repacked random shapes (seeds 50-54), kernel by kernel"
       bash scripts/ncu_vs_cublas.sh "$RES/ncu-rp" "2900 1329 101 tn" "2168 2239 104 tt" "3596 3091 137 tn" \

@@ -17,7 +17,16 @@ check on every CI run, without a GPU:
   of 588);
 - copies_host.cpp: the plan's copy kernels gemmlab_transpose and gemmlab_copy on their grids and
   on grids too small for them: every element in place, nothing else written, edges, batches past
-  the grid, broadcast and strided sources."""
+  the grid, broadcast and strided sources;
+- s11_host.cpp: the whole s11 kernel (its TMA boxes, the full and empty mbarriers of the ring, the
+  producer warpgroup or thread 0, the FFMAs, the epilogue), every layout, batched with a broadcast
+  B, on persistent grids (a block's tiles through one ring: epilogue/stream_k.cuh
+  PersistentTiles), against an exact integer reference, the tensor maps built as the host builds
+  them. Run twice: copies landing when issued show a stage overwritten while a warp reads it,
+  copies landing at the wait that needs them show a stage read before its wait; a wait that never
+  completes (a phase's arrivals or parity wrong, as when the producer skips the empty barrier's
+  wait between two tiles of a persistent block) stops the run with the barrier's state
+  (tests/host/ptx/mbarrier.cuh) instead of hanging it."""
 import shutil
 import subprocess
 from pathlib import Path
@@ -79,6 +88,14 @@ def test_s10_on_4_byte_copies_matches_an_exact_reference_with_and_without_edge_s
 
 def test_s10_matches_with_copies_landing_at_the_wait_that_covers_them(tmp_path):
     _run(tmp_path, "s10_host.cpp", S10_HOST_CASES, defines=("HOST_CP_ASYNC_LAND_AT_WAIT",))
+
+
+def test_s11_matches_an_exact_reference_with_copies_landing_when_issued_and_at_their_wait(tmp_path):
+    # 4 tiles (a producer warpgroup, a producer warp with the consumers kept in step and B
+    # transposed, thread 0 producing, fragment prefetch) x 5 layouts x (5 shapes + 2 batched + 2
+    # persistent grids) with the copies landing when issued, and (2 shapes + 1 batched + 2
+    # persistent) with them landing at the wait that needs them
+    _run(tmp_path, "s11_host.cpp", 4 * 5 * (5 + 2 + 2) + 4 * 5 * (2 + 1 + 2))
 
 
 def test_the_copy_kernels_move_every_element_and_nothing_else(tmp_path):

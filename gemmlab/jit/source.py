@@ -69,6 +69,18 @@ _STREAM_K_BODY = """\
     }}
 """
 
+# Persistent (variant "persistent", s11, no split-K): gridDim.x blocks, as
+# many as the GPU holds at once; block b runs tiles b, b + G, ... of every batch, in the grouped
+# order above, one after another through one ring of stages (Stage::run_tiles,
+# kernels/epilogue/stream_k.cuh PersistentTiles).
+_PERSISTENT_BODY = """\
+    static_assert(Stage::CLUSTER_K == 1, "gemmlab: a persistent grid runs whole tiles");
+    extern __shared__ __align__(128) unsigned char smem[];
+    const gemmlab::GemmArgs whole{{A, B, D, M, N, K, a_rs, a_cs, b_rs, b_cs, ldd, alpha, beta, 0, C, c_rs, c_cs}};
+    const gemmlab::PersistentTiles<{bm}, {bn}, {group_m}> tiles(whole, batch, d_bs, c_bs);
+    Stage::run_tiles(tiles, smem{extra_args});
+"""
+
 # The order of the common kernel parameters after the pointers, shared with jit/launch.py.
 COMMON_PARAMS = ("M", "N", "K", "a_rs", "a_cs", "b_rs", "b_cs", "ldd")
 # After alpha, beta and (batch, a_bs, b_bs, d_bs, k_split, d_ss): the addend C and its strides.
@@ -87,6 +99,8 @@ def generate(spec, cfg: dict, variant: dict) -> tuple[str, str]:
     if variant.get("stream_k"):
         body = _STREAM_K_BODY
         extra_decl += ", float* __restrict__ sk_partials"
+    elif variant.get("persistent"):
+        body = _PERSISTENT_BODY
     fields = dict(bm=bm, bn=bn, bk=cfg.get("block_k", 0), group_m=spec.group_m(cfg),
                   extra_args="".join(f", {arg}" for _, arg in extra))
     src = _TEMPLATE.format(

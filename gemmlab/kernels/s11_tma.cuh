@@ -26,6 +26,9 @@
 // instead of writing them to a workspace for the reduce kernel.
 // ``finish`` stores the accumulators (epilogue/stream_k.cuh): StoreTile into D at the tile; under
 // stream-K, StreamKStore into D or the segment's partial slot.
+// run_tiles runs a block's tiles (epilogue/stream_k.cuh): OneTile, its own (run), or PersistentTiles
+// (config persistent: as many blocks as the GPU holds, each running several tiles through one ring
+// of stages, the producer issuing a tile's first K tiles while the consumers store the one before).
 #pragma once
 #include "common.cuh"
 #include "ptx/mbarrier.cuh"
@@ -105,10 +108,25 @@ struct S11Tma {
     static_assert(CLUSTER_K == 1 || Reduce::BYTES <= STAGES * (A_STAGE_BYTES + B_STAGE_BYTES),
                   "cluster_k: the partial tile must fit in the stage buffers");
 
+    // The block's own tile (the data-parallel grid, split-K, a stream-K segment).
     template <class Finish = StoreTile>
     static __device__ __forceinline__ void run(const GemmArgs& args, int64 row0, int64 col0, unsigned char* smem,
                                                const async::TmaDescriptor& a_map, const async::TmaDescriptor& b_map,
                                                int batch_mask, const Finish& finish = Finish{}) {
+        run_tiles(OneTile{args, row0, col0}, smem, a_map, b_map, batch_mask, finish);
+    }
+
+    // The block's tiles, one after another through one ring of stages (epilogue/stream_k.cuh:
+    // OneTile, or PersistentTiles for a grid of as many blocks as the GPU holds at once). With
+    // more than one, the producer runs on into the next tile's K tiles as the consumers free the
+    // stages, so a tile's first stages are loaded while the consumers store the tile before it.
+    template <class Tiles, class Finish = StoreTile>
+    static __device__ __forceinline__ void run_tiles(const Tiles& tiles, unsigned char* smem,
+                                                     const async::TmaDescriptor& a_map,
+                                                     const async::TmaDescriptor& b_map, int batch_mask,
+                                                     const Finish& finish = Finish{}) {
+        static_assert(Tiles::ONE || CLUSTER_K == 1, "several tiles a block: no split-K cluster");
+        const GemmArgs& args = tiles.args();
         const unsigned raw = async::smem_address(smem);
         const unsigned base = (raw + 1023u) & ~1023u;
         unsigned char* aligned = smem + (base - raw);
@@ -133,14 +151,21 @@ struct S11Tma {
         }
         __syncthreads();
 
-        // Coordinates are int32 (the host sends dimensions >= 2^31 to s10).
-        const int m0 = static_cast<int>(row0), n0 = static_cast<int>(col0);
-        const int a_batch = (batch_mask & 1) ? static_cast<int>(blockIdx.z) : 0;
-        const int b_batch = (batch_mask & 2) ? static_cast<int>(blockIdx.z) : 0;
         const int num_tiles = static_cast<int>((args.K + BLOCK_K - 1) / BLOCK_K);
 
-        // Producer: tile -> stage, both boxes completing on the stage's full barrier.
-        auto issue = [&](int tile, int stage) {
+        // Where output tile u's boxes start: int32 coordinates (the host sends dimensions >= 2^31 to s10).
+        struct Corner {
+            int m0, n0, a_batch, b_batch;
+        };
+        auto corner = [&](int u) {
+            const int z = tiles.batch(u);
+            return Corner{static_cast<int>(tiles.row(u)), static_cast<int>(tiles.col(u)), (batch_mask & 1) ? z : 0,
+                          (batch_mask & 2) ? z : 0};
+        };
+        // Producer: K tile `tile` of the output tile at c -> stage, both boxes completing on the
+        // stage's full barrier.
+        auto issue = [&](const Corner& c, int tile, int stage) {
+            const int m0 = c.m0, n0 = c.n0, a_batch = c.a_batch, b_batch = c.b_batch;
             const int k0 = static_cast<int>(args.k_begin) + tile * BLOCK_K;  // split-K slices start at k_begin
             const unsigned bar = full_bar(stage);
             async::mbarrier_arrive_expect_tx(bar, TX_BYTES);
@@ -162,20 +187,26 @@ struct S11Tma {
         if constexpr (PRODUCER_WARP) {
             if (threadIdx.x >= CONSUMERS) {
                 if constexpr (REBALANCE) async::setmaxnreg_dec<PRODUCER_REGS>();
-                // One lane streams every tile, each as soon as its stage is free: tile t >= STAGES
-                // reuses the stage of tile t - STAGES, whose empty phase has parity
-                // ((t / STAGES) - 1) & 1. It waits for a slow consumer warp only when the ring is
-                // full, and no consumer ever waits for it to finish a tile of its own.
+                // One lane streams every K tile of every output tile, each as soon as its stage
+                // is free: the g-th K tile it issues, g >= STAGES, reuses the stage of the
+                // (g - STAGES)-th, whose empty phase has parity ((g / STAGES) - 1) & 1. It waits
+                // for a slow consumer warp only when the ring is full, and no consumer ever waits
+                // for it to finish a tile of its own.
                 if (producer) {
                     int stage = 0;
                     unsigned phase = 0;
+                    for (int u = 0; u < tiles.count(); ++u) {  // OneTile: no loop
+                        const Corner c = corner(u);
 #pragma unroll 1  // small code: it must fit in PRODUCER_REGS registers
-                    for (int t = 0; t < num_tiles; ++t) {
-                        if (t >= STAGES) async::mbarrier_wait(empty_bar(stage), phase ^ 1u);
-                        issue(t, stage);
-                        if (++stage == STAGES) {
-                            stage = 0;
-                            phase ^= 1u;
+                        for (int t = 0; t < num_tiles; ++t) {
+                            // (a wait in the ring's first round passes at once: the phase
+                            // before the first has parity 1; skipped for the first tile's)
+                            if (u > 0 || t >= STAGES) async::mbarrier_wait(empty_bar(stage), phase ^ 1u);
+                            issue(c, t, stage);
+                            if (++stage == STAGES) {
+                                stage = 0;
+                                phase ^= 1u;
+                            }
                         }
                     }
                 }
@@ -195,69 +226,96 @@ struct S11Tma {
                 return;
             }
             if constexpr (REBALANCE) async::setmaxnreg_inc<CONSUMER_REGS>();
-        } else {
+        }
+        // Thread 0 producing: the first STAGES K tiles now, then one a K tile (below). With several
+        // output tiles a cursor walks their K tiles in order (the next one to issue: K tile next_t
+        // of output tile next_u, whose boxes start at next_c), so a tile's first stages are issued
+        // during the last K tiles of the one before.
+        const Corner c0 = corner(0);
+        int next_u = 0, next_t = 0;
+        Corner next_c = c0;
+        auto issue_next = [&](int stage) {
+            issue(next_c, next_t, stage);
+            if (++next_t == num_tiles) {
+                next_t = 0;
+                if (++next_u < tiles.count()) next_c = corner(next_u);
+            }
+        };
+        if constexpr (!PRODUCER_WARP) {
             if (producer) {
-                for (int t = 0; t < STAGES && t < num_tiles; ++t) issue(t, t);
+                if constexpr (Tiles::ONE) {
+                    for (int t = 0; t < STAGES && t < num_tiles; ++t) issue(c0, t, t);
+                } else {
+                    for (int s = 0; s < STAGES && next_u < tiles.count(); ++s) issue_next(s);
+                }
             }
         }
 
         const Core core;
-        float acc[Core::THREAD_M][Core::THREAD_N];
-#pragma unroll
-        for (int i = 0; i < Core::THREAD_M; ++i)
-#pragma unroll
-            for (int j = 0; j < Core::THREAD_N; ++j) acc[i][j] = 0.0f;
-
         const bool warp_leader = threadIdx.x % 32 == 0;
         int stage = 0;
         unsigned phase = 0;
         int prev_stage = STAGES - 1;
         unsigned prev_phase = 1;  // (t-1) / STAGES parity as seen from t = 0, never used there
-        for (int t = 0; t < num_tiles; ++t) {
-            if constexpr (!PRODUCER_WARP) {
-                // Thread 0 refills the stage of tile t-1 with tile t-1+STAGES once every warp has
-                // read it. Its own warp has just read it, so it waits only for slower warps.
-                if (producer && t > 0 && t - 1 + STAGES < num_tiles) {
-                    async::mbarrier_wait(empty_bar(prev_stage), prev_phase);
-                    issue(t - 1 + STAGES, prev_stage);
+        for (int u = 0; u < tiles.count(); ++u) {  // OneTile: no loop
+            float acc[Core::THREAD_M][Core::THREAD_N];
+#pragma unroll
+            for (int i = 0; i < Core::THREAD_M; ++i)
+#pragma unroll
+                for (int j = 0; j < Core::THREAD_N; ++j) acc[i][j] = 0.0f;
+
+            for (int t = 0; t < num_tiles; ++t) {
+                if constexpr (!PRODUCER_WARP) {
+                    // Thread 0 refills the stage of K tile t-1 with K tile t-1+STAGES (counted over
+                    // the block's tiles: the cursor) once every warp has read it. Its own warp has
+                    // just read it, so it waits only for slower warps.
+                    if constexpr (Tiles::ONE) {
+                        if (producer && t > 0 && t - 1 + STAGES < num_tiles) {
+                            async::mbarrier_wait(empty_bar(prev_stage), prev_phase);
+                            issue(c0, t - 1 + STAGES, prev_stage);
+                        }
+                    } else if (producer && (u > 0 || t > 0) && next_u < tiles.count()) {
+                        async::mbarrier_wait(empty_bar(prev_stage), prev_phase);
+                        issue_next(prev_stage);
+                    }
+                }
+                // Optional: keep the consumer warps in step (as s10's __syncthreads does); barrier 1,
+                // consumer threads only, so the producer warps never take part.
+                if constexpr (CONSUMER_SYNC_) async::named_barrier_sync(1, CONSUMERS);
+                async::mbarrier_wait(full_bar(stage), phase);
+                if constexpr (B_T) {
+                    // The warp's own [k][n] tile: its lanes have read the previous one (__syncwarp),
+                    // then write this one and see each other's writes (__syncwarp) before the FFMAs.
+                    const int warp = threadIdx.x / 32;
+                    float* bt = reinterpret_cast<float*>(aligned + STAGES * (A_STAGE_BYTES + B_STAGE_BYTES)) +
+                                (warp / Core::WARPS_N) * Core::B_TILE_FLOATS;
+                    __syncwarp();
+                    Transpose::run(b_tiles + stage * (B_STAGE_BYTES / 4), bt, (warp % Core::WARPS_N) * WARP_N_,
+                                   threadIdx.x % 32);
+                    __syncwarp();
+                    core.multiply(acc, a_tiles + stage * (A_STAGE_BYTES / 4),
+                                  B_READ_T ? bt : b_tiles + stage * (B_STAGE_BYTES / 4));
+                } else {
+                    core.multiply(acc, a_tiles + stage * (A_STAGE_BYTES / 4), b_tiles + stage * (B_STAGE_BYTES / 4));
+                }
+                // Release the stage: one arrival per warp, after all its lanes' reads (__syncwarp orders them).
+                __syncwarp();
+                if (warp_leader) async::mbarrier_arrive(empty_bar(stage));
+                prev_stage = stage;
+                prev_phase = phase;
+                if (++stage == STAGES) {
+                    stage = 0;
+                    phase ^= 1u;
                 }
             }
-            // Optional: keep the consumer warps in step (as s10's __syncthreads does); barrier 1,
-            // consumer threads only, so the producer warps never take part.
-            if constexpr (CONSUMER_SYNC_) async::named_barrier_sync(1, CONSUMERS);
-            async::mbarrier_wait(full_bar(stage), phase);
-            if constexpr (B_T) {
-                // The warp's own [k][n] tile: its lanes have read the previous one (__syncwarp),
-                // then write this one and see each other's writes (__syncwarp) before the FFMAs.
-                const int warp = threadIdx.x / 32;
-                float* bt = reinterpret_cast<float*>(aligned + STAGES * (A_STAGE_BYTES + B_STAGE_BYTES)) +
-                            (warp / Core::WARPS_N) * Core::B_TILE_FLOATS;
-                __syncwarp();
-                Transpose::run(b_tiles + stage * (B_STAGE_BYTES / 4), bt, (warp % Core::WARPS_N) * WARP_N_,
-                               threadIdx.x % 32);
-                __syncwarp();
-                core.multiply(acc, a_tiles + stage * (A_STAGE_BYTES / 4),
-                              B_READ_T ? bt : b_tiles + stage * (B_STAGE_BYTES / 4));
+            if constexpr (CLUSTER_K > 1) {
+                async::named_barrier_sync(1, CONSUMERS);  // every consumer warp has read its last stage
+                // the partial from the first stage buffer on
+                Reduce::finish(core, acc, const_cast<float*>(a_tiles), a_stages, args, tiles.row(0), tiles.col(0),
+                               static_cast<int>(threadIdx.x));
             } else {
-                core.multiply(acc, a_tiles + stage * (A_STAGE_BYTES / 4), b_tiles + stage * (B_STAGE_BYTES / 4));
+                finish(core, tiles.args_of(u), tiles.row(u), tiles.col(u), acc);
             }
-            // Release the stage: one arrival per warp, after all its lanes' reads (__syncwarp orders them).
-            __syncwarp();
-            if (warp_leader) async::mbarrier_arrive(empty_bar(stage));
-            prev_stage = stage;
-            prev_phase = phase;
-            if (++stage == STAGES) {
-                stage = 0;
-                phase ^= 1u;
-            }
-        }
-        if constexpr (CLUSTER_K > 1) {
-            async::named_barrier_sync(1, CONSUMERS);  // every consumer warp has read its last stage
-            // the partial from the first stage buffer on
-            Reduce::finish(core, acc, const_cast<float*>(a_tiles), a_stages, args, row0, col0,
-                           static_cast<int>(threadIdx.x));
-        } else {
-            finish(core, args, row0, col0, acc);
         }
         if constexpr (REBALANCE) {
             async::named_barrier_sync(1, CONSUMERS);

@@ -120,6 +120,8 @@ class Tma(CpAsync):
             out.append("ffma_rotate=1 and ffma_serpentine=1: one FFMA order at a time")
         if cfg.get("b_scalar", -1) not in (-1, 0, 1):
             out.append(f"b_scalar={cfg['b_scalar']} must be -1 (auto), 0 or 1")
+        if cfg.get("persistent", 0) not in (0, 1):
+            out.append(f"persistent={cfg['persistent']} must be 0 or 1")
         if cfg.get("b_transpose", 0) not in (0, 1, 2):
             out.append(f"b_transpose={cfg['b_transpose']} must be 0, 1 or 2")
         elif cfg.get("b_transpose", 0) == 1 and cfg.get("b_scalar", -1) == 1:
@@ -147,13 +149,35 @@ class Tma(CpAsync):
 
     def variants(self, cfg):
         layouts = [{"a_k_major": a, "b_n_major": b} for a in (1, 0) for b in (1, 0)]
-        return layouts + [{**v, "stream_k": 1} for v in layouts if v["b_n_major"]]
+        persistent = [{**v, "persistent": 1} for v in layouts] if cfg.get("persistent", 0) else []
+        return layouts + [{**v, "stream_k": 1} for v in layouts if v["b_n_major"]] + persistent
 
     def variant(self, cfg, problem):
         v = {"a_k_major": int(problem.a_k_major), "b_n_major": int(problem.b_n_major)}
         if problem.splits > 1 and problem.d_ss == 0:  # the slices share D: added in a cluster
             v["cluster_k"] = problem.splits
+        if self.persistent(cfg, problem):
+            v["persistent"] = 1
         return v
+
+    # ---- persistent grids (``persistent``; kernels/epilogue/stream_k.cuh PersistentTiles) -----
+    PERSISTENT_MAX_TILES = 2**31 - 1  # the kernel counts a block's tiles in int32
+
+    def persistent(self, cfg, problem) -> bool:
+        """Whether ``problem`` runs on a persistent grid: asked for (``persistent``), one slice of K
+        (split-K plans keep one block a tile) and a tile count the kernel's int32 holds."""
+        return bool(cfg.get("persistent", 0)) and problem.splits == 1 and \
+            self.tiles(cfg, problem.M, problem.N, problem.batch) <= self.PERSISTENT_MAX_TILES
+
+    def resident_blocks(self, cfg) -> int:
+        """Blocks of this config an SM holds at once: those its launch bounds ask registers for
+        (``min_blocks``), as far as shared memory allows."""
+        fit = max(1, SMEM_PER_SM // (self.smem_bytes(cfg, {}) + SMEM_RESERVED_PER_BLOCK))
+        return min(cfg.get("min_blocks", 1), fit)
+
+    def persistent_blocks(self, cfg, problem, sms) -> int:
+        """The persistent grid: min(SMs x the blocks an SM holds, the problem's tiles)."""
+        return int(min(sms * self.resident_blocks(cfg), self.tiles(cfg, problem.M, problem.N, problem.batch)))
 
     # b_scalar=-1 (the default) reads a K-major B one k at a time (mma/warp_tile.cuh B_SCALAR) where
     # the H200 measured it faster (scripts/b_scalar_probe.py, docs/stages/s10-s11.md; the issue
@@ -197,8 +221,7 @@ class Tma(CpAsync):
             return 0
         bm, bn = self.block_tile(cfg)
         k_tiles = -(-p.M // bm) * -(-p.N // bn) * -(-p.K // cfg["block_k"])
-        fit = max(1, SMEM_PER_SM // (self.smem_bytes(cfg, {}) + SMEM_RESERVED_PER_BLOCK))
-        return int(min(sms * min(cfg.get("min_blocks", 1), fit), k_tiles))
+        return int(min(sms * self.resident_blocks(cfg), k_tiles))
 
     # ---- problems TMA cannot take ----------------------------------------------------------
     def fallback(self, cfg, problem):
@@ -423,6 +446,12 @@ STAGE = Tma(
                                 "experiment: what the copy alone costs)",
               named_at_default=False),
         FRAG_PREFETCH_PARAM,
+        Param("persistent", 0, "1: a grid of as many blocks as the GPU holds at once, block b running tiles b, "
+                               "b + G, ... of every batch through one ring of stages, so that a tile's first K tiles "
+                               "are loaded while the consumers store the tile before (epilogue/stream_k.cuh "
+                               "PersistentTiles; an experiment); split-K plans keep one block a tile; 0: one block "
+                               "a tile",
+              named_at_default=False),
     ),
     sass=("UTMALDG", "SYNCS", "LDS.128", "FFMA"),
     sass_scalar=("UTMALDG", "SYNCS", "LDS.128", "FFMA"),

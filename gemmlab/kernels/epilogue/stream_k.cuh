@@ -1,6 +1,7 @@
 // gemmlab/kernels/epilogue/stream_k.cuh — how a stage's block finishes a tile (StoreTile: alpha *
-// acc + beta * C into D; StreamKStore: into D or into a stream-K partial slot), stream-K's
-// schedule (StreamKSegment, run by the generated wrapper in jit/source.py) and its fixup kernel.
+// acc + beta * C into D; StreamKStore: into D or into a stream-K partial slot), which tiles a block
+// runs (OneTile; PersistentTiles, a grid the size of the GPU), stream-K's schedule (StreamKSegment,
+// run by the generated wrapper in jit/source.py) and its fixup kernel.
 //
 // The schedule: data-parallel waves, then stream-K over the rest (the "DP + SK" hybrid). With T
 // tiles and G blocks (as many as the GPU holds at once), the last T % G tiles plus one full wave
@@ -27,17 +28,79 @@ struct StoreTile {
     }
 };
 
-// Tile pid's first row and column in the grouped order of the data-parallel grid: group_m tile
+// Tile pid's row and column of tiles in the grouped order of the data-parallel grid: group_m tile
 // rows at a time, so that blocks running together share rows of A and columns of B in L2.
+template <class I>
+__device__ __forceinline__ void tile_coords(I pid, I tiles_m, I tiles_n, int group_m, I& tile_m, I& tile_n) {
+    const I group_size = static_cast<I>(group_m) * tiles_n;
+    const I first_m = (pid / group_size) * group_m;
+    const I rows_in_group = (tiles_m - first_m) < group_m ? (tiles_m - first_m) : static_cast<I>(group_m);
+    tile_m = first_m + (pid % group_size) % rows_in_group;
+    tile_n = (pid % group_size) / rows_in_group;
+}
+
+// Tile pid's first row and column.
 __device__ __forceinline__ void tile_corner(int64 pid, int64 M, int64 N, int bm, int bn, int group_m, int64& row0,
                                             int64& col0) {
-    const int64 tiles_m = (M + bm - 1) / bm, tiles_n = (N + bn - 1) / bn;
-    const int64 group_size = (int64)group_m * tiles_n;
-    const int64 first_m = (pid / group_size) * group_m;
-    const int64 rows_in_group = (tiles_m - first_m) < group_m ? (tiles_m - first_m) : group_m;
-    row0 = (first_m + (pid % group_size) % rows_in_group) * bm;
-    col0 = ((pid % group_size) / rows_in_group) * bn;
+    int64 tile_m, tile_n;
+    tile_coords<int64>(pid, (M + bm - 1) / bm, (N + bn - 1) / bn, group_m, tile_m, tile_n);
+    row0 = tile_m * bm;
+    col0 = tile_n * bn;
 }
+
+// The tiles a block runs (a stage's run_tiles, s11_tma.cuh). OneTile: its own, at (row0, col0) of
+// batch blockIdx.z (the data-parallel grid, split-K, a stream-K segment).
+struct OneTile {
+    static constexpr bool ONE = true;
+    GemmArgs whole;
+    int64 row0, col0;
+    __device__ __forceinline__ const GemmArgs& args() const { return whole; }
+    __device__ __forceinline__ int count() const { return 1; }
+    __device__ __forceinline__ int64 row(int) const { return row0; }
+    __device__ __forceinline__ int64 col(int) const { return col0; }
+    __device__ __forceinline__ int batch(int) const { return static_cast<int>(blockIdx.z); }
+    __device__ __forceinline__ const GemmArgs& args_of(int) const { return whole; }
+};
+
+// PersistentTiles: a grid of as many blocks as the GPU holds at once (the host's choice, at most
+// one a tile); block b runs tiles b, b + G, b + 2G, ... of all batches (G blocks), in the grouped
+// order within a batch (the order the data-parallel grid's blocks start in, so that blocks running
+// together share A and B in L2). int32 tile counts (s11 sends dimensions >= 2^31 to s10), so the
+// producer warp's few registers hold the arithmetic.
+template <int BM, int BN, int GROUP_M>
+struct PersistentTiles {
+    static constexpr bool ONE = false;
+    GemmArgs whole;  // batch 0's D and C
+    int64 d_bs, c_bs;       // a batch's step in D and C
+    int tiles_m, tiles_n, total;
+    __device__ __forceinline__ PersistentTiles(const GemmArgs& args, int64 batch, int64 d_bs_, int64 c_bs_)
+        : whole(args), d_bs(d_bs_), c_bs(c_bs_), tiles_m(static_cast<int>((args.M + BM - 1) / BM)),
+          tiles_n(static_cast<int>((args.N + BN - 1) / BN)), total(tiles_m * tiles_n * static_cast<int>(batch)) {}
+    __device__ __forceinline__ const GemmArgs& args() const { return whole; }
+    __device__ __forceinline__ int count() const {
+        const int b = static_cast<int>(blockIdx.x), g = static_cast<int>(gridDim.x);
+        return b < total ? (total - 1 - b) / g + 1 : 0;
+    }
+    __device__ __forceinline__ int pid(int u) const { return static_cast<int>(blockIdx.x) + u * static_cast<int>(gridDim.x); }
+    __device__ __forceinline__ int batch(int u) const { return pid(u) / (tiles_m * tiles_n); }
+    __device__ __forceinline__ int64 row(int u) const {
+        int tm, tn;
+        tile_coords<int>(pid(u) % (tiles_m * tiles_n), tiles_m, tiles_n, GROUP_M, tm, tn);
+        return static_cast<int64>(tm) * BM;
+    }
+    __device__ __forceinline__ int64 col(int u) const {
+        int tm, tn;
+        tile_coords<int>(pid(u) % (tiles_m * tiles_n), tiles_m, tiles_n, GROUP_M, tm, tn);
+        return static_cast<int64>(tn) * BN;
+    }
+    __device__ __forceinline__ GemmArgs args_of(int u) const {
+        GemmArgs a = whole;
+        const int64 z = batch(u);
+        a.D += z * d_bs;
+        a.C += z * c_bs;
+        return a;
+    }
+};
 
 // The shared tiles and the block whose run holds shared iteration `it`.
 __device__ __forceinline__ int64 stream_k_shared_tiles(int64 tiles, int64 blocks) {
