@@ -15,12 +15,12 @@ docs/stages/s10-s11.md, "A persistent grid", has the prediction and the rule, wr
     python3 scripts/persistent_probe.py [--dry] [--seed S] [--random N] [--part 1|2]"""
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # its siblings, also when loaded by the tests
 from model_variant_probe import h200_choice, random_shapes, tile  # noqa: E402
+from probe_breakdown import gmean  # noqa: E402
 from short_k_probe import fit_line, one_wave_shape  # noqa: E402
 
 from gemmlab.heuristics import space  # noqa: E402
@@ -31,16 +31,22 @@ KS = (128, 512)
 MID_FLOP = (1e9, 1e10)
 
 
+def candidate(label: str) -> space.Candidate:
+    """The H200 space's candidate of that label."""
+    return next(c for c in space.candidates(90) if c.label == label)
+
+
 def wave_shapes(label: str, waves=WAVES, sms: int = 132) -> list[tuple[int, int]]:
     """(M, N) of exactly w full waves of the tile's blocks, for each w: the one-wave shape with w
     times as many rows."""
-    cand = {c.label: c for c in space.candidates(90)}[label]
+    cand = candidate(label)
     M, N = one_wave_shape(*cand.tile(), cand.blocks_per_sm(), sms)
     return [(M * w, N) for w in waves]
 
 
 def s11_config(label: str) -> dict:
-    return dict({c.label: c for c in space.candidates(90)}[label].config(), split_k=1)
+    """The candidate's config as a call of stage="s11" with one slice of K takes it."""
+    return dict(candidate(label).config(), split_k=1)
 
 
 def mid_plans(n: int, seed: int) -> list[tuple[tuple, dict]]:
@@ -63,11 +69,6 @@ def per_wave(times: list[float], waves=WAVES) -> float:
     """The slope of the line fitted to a wave series' times (us a wave)."""
     pairs = [(w, t) for w, t in zip(waves, times) if t == t]
     return fit_line([w for w, _ in pairs], [t for _, t in pairs])[1] if len(pairs) >= 2 else float("nan")
-
-
-def gmean(xs):
-    xs = [x for x in xs if x == x and x > 0]
-    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
 
 
 def main(argv):
@@ -114,7 +115,8 @@ def main(argv):
             cub = cublas_us(t, ops)
             one, what, _ = run_checked(t, ops, "s11", cfg)
             per, _, _ = run_checked(t, ops, "s11", dict(cfg, persistent=1))
-            gains.append(one / per)
+            if one == one and per == per:  # both right (a wrong result is NaN, reported on its line)
+                gains.append(one / per)
             print(f"{M}x{N}x{K}x{batch} {lay} [{what}]: cuBLAS {cub:7.1f}, one block a tile {one:7.1f} "
                   f"({cub / one:.3f}), persistent {per:7.1f} ({cub / per:.3f}), speed-up {one / per:.3f}", flush=True)
             del ops
