@@ -273,6 +273,10 @@ for what in "$@"; do
       # prediction and rule written before the run: docs/stages/s10-s11.md, "A persistent grid"
       (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout ${VARIANT_LIMIT:-400} python3 persistent_probe.py --seed 64 2>&1 \
         | grep -v -i warn | tee "$RES/persistent.txt" | tail -16) ;;
+    persistent-variants)
+      step "the runtime with s11's one-slice plans on a persistent grid (variant persistent) on fresh random shapes (seeds 65, 66)"
+      # rule written before the run: docs/stages/s10-s11.md, "A persistent grid"
+      seeded_variants "65 66" as_is,persistent persistent ${VARIANT_LIMIT:-200} ;;
     tests-persistent)
       step "pytest -m gpu tests/test_persistent.py"
       timeout 280 python3 -m pytest -m gpu -q -n 8 --timeout 120 --timeout-method thread -p no:cacheprovider \

@@ -88,6 +88,8 @@ VARIANTS = {
     "stand_in_free": ((model, "STAND_IN_OF_PROBLEM", False),),
     # s10's stand-in moves its M/N edge blocks inside the operands on 4-byte copies (s10 edge_shift;
     # the runtime since 2026-12-05), or keeps them where they are (before): the same choices, other kernels
+    # s11's one-slice plans on a persistent grid (docs/stages/s10-s11.md, "A persistent grid")
+    "persistent": ((s11_tma, "PERSISTENT_GRID", True),),
     "edge_shift": ((s11_tma, "STAND_IN_EDGE_SHIFT", True),),
     "edge_shift_off": ((s11_tma, "STAND_IN_EDGE_SHIFT", False),),
     # s10's stand-in on 4-byte copies crosses its barrier with the tile's last k in registers where
@@ -258,11 +260,14 @@ def tile(config) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(config.items()))
 
 
-def describe(c) -> str:
+def describe(c, kernels=()) -> str:
+    """A choice as a log cell shows it (probe_breakdown.CELL parses it); ``kernels``, the plan's
+    kernel names: " pg" where the GEMM runs on a persistent grid (s11 persistent)."""
     t = c.tail
     cut = f" +{t.axis}{t.start}:{tile(t.config)}s{t.split_k}" if t is not None else ""
+    pg = any(k.endswith("_persistent1") for k in kernels)
     return (f"{c.spec.id} {tile(c.config)} s{c.split_k}{cut}{' rp' if c.repack else ''}"
-            f"{' aT' if c.a_transpose else ''} {c.source}")
+            f"{' aT' if c.a_transpose else ''}{' pg' if pg else ''} {c.source}")
 
 
 def runs(c, M, N, K, lay, batch) -> tuple:
@@ -350,7 +355,7 @@ def main():
             us, kern = seen[key]
             ratios[name].append(cub / us)
             c = plan.choice
-            cells.append(f"{name} {us:.1f} ({cub / us:.3f}) [{describe(c)}]")
+            cells.append(f"{name} {us:.1f} ({cub / us:.3f}) [{describe(c, plan.kernels)}]")
         print(f"{M}x{N}x{K}{f'x{batch}' if batch > 1 else ''} {lay}: cuBLAS {cub:.1f} | " + " | ".join(cells),
               flush=True)
         del ops

@@ -46,13 +46,13 @@ def wave_shapes(label: str, waves=WAVES, sms: int = 132) -> list[tuple[int, int]
 
 def s11_config(label: str) -> dict:
     """The candidate's config as a call of stage="s11" with one slice of K takes it."""
-    return dict(candidate(label).config(), split_k=1)
+    return dict(candidate(label).config(), split_k=1, persistent=0)
 
 
 def mid_plans(n: int, seed: int) -> list[tuple[tuple, dict]]:
     """[((M, N, K, layout, batch), config)] of the random shapes of 1e9-1e10 FLOP that auto sends
     to s11 on the H200 with split 1 and no cut; config: the choice's stage config plus its plan
-    keys (split_k, repack, a_transpose), as a call of stage="s11" takes them."""
+    keys (split_k, repack, a_transpose), as a call of stage="s11" takes them, one block a tile."""
     out = []
     for M, N, K, lay, batch in random_shapes(n, seed):
         if not MID_FLOP[0] <= 2.0 * M * N * K * batch < MID_FLOP[1]:
@@ -61,7 +61,7 @@ def mid_plans(n: int, seed: int) -> list[tuple[tuple, dict]]:
         if c.spec.id != "s11" or c.split_k != 1 or c.tail is not None or c.stream_k:
             continue
         out.append(((M, N, K, lay, batch), dict(c.config, split_k=1, repack=int(c.repack),
-                                                a_transpose=int(c.a_transpose))))
+                                                a_transpose=int(c.a_transpose), persistent=0)))
     return out
 
 

@@ -24,16 +24,16 @@ from gemmlab.heuristics import choice  # noqa: E402
 from gemmlab.problem import Problem  # noqa: E402
 
 LINE = re.compile(r"(\d+)x(\d+)x(\d+)(?:x(\d+))? (\w\w): cuBLAS ([\d.]+) \| (.*)")
-# a variant's cell: name, us, (ratio), [stage tile sSPLIT, then the tail cut (+m1280:128x64s6), rp
-# and aT where the plan has them, and the source] (model_variant_probe.describe)
+# a variant's cell: name, us, (ratio), [stage tile sSPLIT, then the tail cut (+m1280:128x64s6), rp,
+# aT and pg (a persistent grid) where the plan has them, and the source] (model_variant_probe.describe)
 CELL = re.compile(r"([\w+.-]+) ([\d.]+|nan) \(([\d.]+|nan)\) \[(s1\d|\w+) (\d+)x(\d+) s(\d+)"
-                  r"( \+[mn]\d+:\d+x\d+s\d+)?( rp)?( aT)? (\w+)\]")
+                  r"( \+[mn]\d+:\d+x\d+s\d+)?( rp)?( aT)?( pg)? (\w+)\]")
 
 
 def parse(text: str) -> list[dict]:
     """One dict per shape: M, N, K, batch, layout, cublas_us and ``runs``: variant -> (us, ratio,
-    plan) where plan is (stage, block_m, block_n, split, repack, source, a_transpose, tail), tail
-    the cut's text ("+m1280:128x64s6") or ""."""
+    plan) where plan is (stage, block_m, block_n, split, repack, source, a_transpose, tail,
+    persistent), tail the cut's text ("+m1280:128x64s6") or ""."""
     rows = []
     for line in text.splitlines():
         m = LINE.match(line)
@@ -41,8 +41,8 @@ def parse(text: str) -> list[dict]:
             continue
         runs = {}
         for c in CELL.finditer(m.group(7)):
-            plan = (c.group(4), int(c.group(5)), int(c.group(6)), int(c.group(7)), bool(c.group(9)), c.group(11),
-                    bool(c.group(10)), (c.group(8) or "").strip())
+            plan = (c.group(4), int(c.group(5)), int(c.group(6)), int(c.group(7)), bool(c.group(9)), c.group(12),
+                    bool(c.group(10)), (c.group(8) or "").strip(), bool(c.group(11)))
             runs[c.group(1)] = (float(c.group(2)), float(c.group(3)), plan)
         M, N, K = (int(m.group(i)) for i in (1, 2, 3))
         rows.append(dict(M=M, N=N, K=K, batch=int(m.group(4) or 1), layout=m.group(5),
@@ -111,7 +111,8 @@ def shape_str(r: dict) -> str:
 
 
 def what_runs(plan) -> tuple:
-    """A logged plan without its source: the stage, tile, split-K, repack, A transpose and tail cut."""
+    """A logged plan without its source: the stage, tile, split-K, repack, A transpose, tail cut
+    and persistent grid."""
     return plan[:5] + plan[6:]
 
 
@@ -128,7 +129,8 @@ def changed(rows: list[dict], base: str, variant: str) -> list[tuple]:
 
 
 def plan_str(p) -> str:
-    return f"{p[0]} {p[1]}x{p[2]} s{p[3]}{' ' + p[7] if p[7] else ''}{' rp' if p[4] else ''}{' aT' if p[6] else ''}"
+    return (f"{p[0]} {p[1]}x{p[2]} s{p[3]}{' ' + p[7] if p[7] else ''}{' rp' if p[4] else ''}{' aT' if p[6] else ''}"
+            f"{' pg' if p[8] else ''}")
 
 
 def verdict(logs: list[list[dict]], base: str, variant: str, gain: float, floor: float) -> dict:

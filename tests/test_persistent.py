@@ -28,11 +28,18 @@ def _problem(M, N, K, layout="nn", batch=1, splits=1):
     return p if splits == 1 else replace(p, splits=splits, k_split=-(-K // splits))
 
 
-def test_persistent_is_0_or_1_with_either_producer():
-    with pytest.raises(ConfigError, match="persistent=2 must be 0 or 1"):
+def test_persistent_is_the_rule_on_or_off_with_either_producer(monkeypatch):
+    from gemmlab.stages import s11_tma
+
+    with pytest.raises(ConfigError, match="persistent=2 must be -1"):
         S11.config({**BIG, "persistent": 2})
     assert S11.config({**BIG, "persistent": 1})["persistent"] == 1
     assert S11.config({"persistent": 1})["producer_warp"] == 0  # thread 0 producing, the default
+    p = _problem(4096, 4096, 512)
+    assert S11.config(BIG)["persistent"] == -1 and not S11.persistent(S11.config(BIG), p)  # the rule: off
+    monkeypatch.setattr(s11_tma, "PERSISTENT_GRID", True)   # what the rule turns on (model_variant_probe "persistent")
+    assert S11.persistent(S11.config(BIG), p) and not S11.persistent(S11.config({**BIG, "persistent": 0}), p)
+    assert S11.variant(S11.config(BIG), p).get("persistent") == 1
 
 
 def test_the_grid_is_what_the_gpu_holds_and_split_k_keeps_one_block_a_tile(monkeypatch):
@@ -119,7 +126,7 @@ def test_gpu_persistent_matches_float64_and_one_block_a_tile_bit_for_bit(layout,
         if plan.choice.spec.id == "s11":  # TMA can take it (else s10 ran)
             assert plan.kernels[-1].endswith("_persistent1"), plan.kernels
         got = gemmlab.gemm(a, b, stage="s11", config={**tile, "persistent": 1, "split_k": 1})
-        want = gemmlab.gemm(a, b, stage="s11", config={**tile, "split_k": 1})
+        want = gemmlab.gemm(a, b, stage="s11", config={**tile, "persistent": 0, "split_k": 1})
         torch.cuda.synchronize()
         assert torch.equal(got, want), tile
 
@@ -175,4 +182,22 @@ def test_the_probe_times_whole_waves_and_only_autos_one_slice_s11_plans():
         c = mvp.h200_choice(M, N, K, lay, batch)
         assert c.spec.id == "s11" and c.split_k == 1 and c.tail is None
         assert cfg["split_k"] == 1 and cfg["block_m"] == c.config["block_m"] and cfg["repack"] == int(c.repack)
+        assert cfg["persistent"] == 0  # the baseline: one block a tile, whatever the rule says
         S11.config({k: v for k, v in cfg.items() if k not in ("split_k", "repack", "a_transpose")} | {"persistent": 1})
+
+
+def test_a_persistent_grid_shows_in_the_variant_logs_and_counts_as_a_changed_plan():
+    """model_variant_probe marks a plan on a persistent grid " pg" (the choice is the same, the
+    kernel is not); probe_breakdown parses it and its rule counts the plan as changed."""
+    from script_loader import load_script
+
+    pb = load_script("probe_breakdown")
+    line = ("1780x3729x129 tt: cuBLAS 100.0 | as_is 110.0 (0.909) [s11 128x256 s1 heuristic] | "
+            "persistent 104.0 (0.962) [s11 128x256 s1 pg heuristic]")
+    (row,) = pb.parse(line)
+    assert row["runs"]["as_is"][2][8] is False and row["runs"]["persistent"][2][8] is True
+    assert pb.plan_str(row["runs"]["persistent"][2]) == "s11 128x256 s1 pg"
+    v = pb.verdict([[row]], "as_is", "persistent", 1.02, 0.95)
+    assert v["changed"] == 1 and v["speedup"] == pytest.approx(110.0 / 104.0)
+    old = "513x1025x257 nn: cuBLAS 50.0 | as_is 60.0 (0.833) [s10 128x64 s2 rp aT heuristic]"
+    assert pb.parse(old)[0]["runs"]["as_is"][2] == ("s10", 128, 64, 2, True, "heuristic", True, "", False)

@@ -120,8 +120,8 @@ class Tma(CpAsync):
             out.append("ffma_rotate=1 and ffma_serpentine=1: one FFMA order at a time")
         if cfg.get("b_scalar", -1) not in (-1, 0, 1):
             out.append(f"b_scalar={cfg['b_scalar']} must be -1 (auto), 0 or 1")
-        if cfg.get("persistent", 0) not in (0, 1):
-            out.append(f"persistent={cfg['persistent']} must be 0 or 1")
+        if cfg.get("persistent", -1) not in (-1, 0, 1):
+            out.append(f"persistent={cfg['persistent']} must be -1 (the runtime's rule), 0 or 1")
         if cfg.get("b_transpose", 0) not in (0, 1, 2):
             out.append(f"b_transpose={cfg['b_transpose']} must be 0, 1 or 2")
         elif cfg.get("b_transpose", 0) == 1 and cfg.get("b_scalar", -1) == 1:
@@ -149,7 +149,7 @@ class Tma(CpAsync):
 
     def variants(self, cfg):
         layouts = [{"a_k_major": a, "b_n_major": b} for a in (1, 0) for b in (1, 0)]
-        persistent = [{**v, "persistent": 1} for v in layouts] if cfg.get("persistent", 0) else []
+        persistent = [{**v, "persistent": 1} for v in layouts] if cfg.get("persistent", -1) == 1 else []
         return layouts + [{**v, "stream_k": 1} for v in layouts if v["b_n_major"]] + persistent
 
     def variant(self, cfg, problem):
@@ -164,9 +164,11 @@ class Tma(CpAsync):
     PERSISTENT_MAX_TILES = 2**31 - 1  # the kernel counts a block's tiles in int32
 
     def persistent(self, cfg, problem) -> bool:
-        """Whether ``problem`` runs on a persistent grid: asked for (``persistent``), one slice of K
-        (split-K plans keep one block a tile) and a tile count the kernel's int32 holds."""
-        return bool(cfg.get("persistent", 0)) and problem.splits == 1 and \
+        """Whether ``problem`` runs on a persistent grid: asked for (``persistent`` 1, or -1 with
+        ``PERSISTENT_GRID`` on), one slice of K (split-K plans keep one block a tile) and a tile
+        count the kernel's int32 holds."""
+        want = cfg.get("persistent", -1)
+        return (PERSISTENT_GRID if want < 0 else bool(want)) and problem.splits == 1 and \
             self.tiles(cfg, problem.M, problem.N, problem.batch) <= self.PERSISTENT_MAX_TILES
 
     def resident_blocks(self, cfg) -> int:
@@ -276,6 +278,10 @@ S10_STAGE_BYTES_MULTI_BLOCK = 64 * 1024
 # block fewer costs what the waves model counted: the first rule, for every nt tile, took 417x400x587x4
 # from 43.7 to 55.4 us and 496x727x651 from 32.1 to 37.7 (results/h200/logs/variants-16.txt).
 NT_STAND_IN_FEWER_BLOCKS = True
+# s11 plans with one slice of K on a persistent grid (config persistent=-1, the default, follows
+# this; kernels/epilogue/stream_k.cuh PersistentTiles). Off: built and checked on the CPU only
+# (twenty-ninth session); the rule that turns it on is in docs/stages/s10-s11.md, "A persistent grid".
+PERSISTENT_GRID = False
 # An experiment: no fragment prefetch in a stand-in on 4-byte copies whose launch bounds leave 128
 # registers a thread or fewer (128x64 w32x32 x2 spilled 4 local ops a K step in nn and tn; without
 # the prefetch: 1.13 and 1.20x in tn, 0.97 and 1.13x in nn in the spill probe; on random shapes one
@@ -446,11 +452,11 @@ STAGE = Tma(
                                 "experiment: what the copy alone costs)",
               named_at_default=False),
         FRAG_PREFETCH_PARAM,
-        Param("persistent", 0, "1: a grid of as many blocks as the GPU holds at once, block b running tiles b, "
-                               "b + G, ... of every batch through one ring of stages, so that a tile's first K tiles "
-                               "are loaded while the consumers store the tile before (epilogue/stream_k.cuh "
-                               "PersistentTiles; an experiment); split-K plans keep one block a tile; 0: one block "
-                               "a tile",
+        Param("persistent", -1, "1: a grid of as many blocks as the GPU holds at once, block b running tiles b, "
+                                "b + G, ... of every batch through one ring of stages, so that a tile's first K "
+                                "tiles are loaded while the consumers store the tile before (epilogue/stream_k.cuh "
+                                "PersistentTiles; an experiment); split-K plans keep one block a tile; 0: one block "
+                                "a tile; -1: the runtime's rule (s11_tma.PERSISTENT_GRID, off)",
               named_at_default=False),
     ),
     sass=("UTMALDG", "SYNCS", "LDS.128", "FFMA"),
