@@ -86,10 +86,11 @@ VARIANTS = {
     # the waves model counts an unaligned problem's blocks per SM and cluster rule at the space's
     # candidate (before 2026-12-04, ninth session), not at the stand-in the plan runs for the problem
     "stand_in_free": ((model, "STAND_IN_OF_PROBLEM", False),),
+    # s11's one-slice plans on a persistent grid (docs/stages/s10-s11.md, "A persistent grid"): the
+    # same choices, other kernels (the log marks them " pg")
+    "persistent": ((s11_tma, "PERSISTENT_GRID", True),),
     # s10's stand-in moves its M/N edge blocks inside the operands on 4-byte copies (s10 edge_shift;
     # the runtime since 2026-12-05), or keeps them where they are (before): the same choices, other kernels
-    # s11's one-slice plans on a persistent grid (docs/stages/s10-s11.md, "A persistent grid")
-    "persistent": ((s11_tma, "PERSISTENT_GRID", True),),
     "edge_shift": ((s11_tma, "STAND_IN_EDGE_SHIFT", True),),
     "edge_shift_off": ((s11_tma, "STAND_IN_EDGE_SHIFT", False),),
     # s10's stand-in on 4-byte copies crosses its barrier with the tile's last k in registers where

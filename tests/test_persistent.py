@@ -5,27 +5,19 @@ problems get the grid and how large it is, the generated kernel, that it compile
 without local memory. The kernel itself runs on the CPU in tests/test_kernels_host.py (s11_host.cpp:
 persistent grids of 2 and 5 blocks, copies landing early and late); on the GPU below, against
 float64 and bit for bit against one block a tile (the same FFMAs in the same order)."""
-from dataclasses import replace
-
 import pytest
 
 from gemmlab.errors import ConfigError
 from gemmlab.jit.source import generate
 from gemmlab.stages import get
-from gemmlab.stages.base import Problem
+from test_stream_k import _problem  # a dense problem at aligned addresses, split as asked
 
 S11 = get("s11")
-ALIGNED = 1 << 20
 # the space's tiles (heuristics/space.py: thread 0 producing) and one with a producer warpgroup
 BIG = {"block_m": 128, "block_n": 256, "warp_m": 64, "warp_n": 64, "k_unroll": 4}
 SMALL = {"block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32, "k_unroll": 2, "stages": 3, "min_blocks": 3}
 WARP = {"block_m": 256, "block_n": 128, "warp_m": 64, "warp_n": 64, "k_unroll": 4, "producer_warp": 1,
         "consumer_sync": 1}
-
-
-def _problem(M, N, K, layout="nn", batch=1, splits=1):
-    p = Problem.dense(M, N, K, layout, batch, a_ptr=ALIGNED, b_ptr=2 * ALIGNED, d_ptr=3 * ALIGNED)
-    return p if splits == 1 else replace(p, splits=splits, k_split=-(-K // splits))
 
 
 def test_persistent_is_the_rule_on_or_off_with_either_producer(monkeypatch):
