@@ -26,7 +26,10 @@ check on every CI run, without a GPU:
   copies landing at the wait that needs them show a stage read before its wait; a wait that never
   completes (a phase's arrivals or parity wrong, as when the producer skips the empty barrier's
   wait between two tiles of a persistent block) stops the run with the barrier's state
-  (tests/host/ptx/mbarrier.cuh) instead of hanging it."""
+  (tests/host/ptx/mbarrier.cuh) instead of hanging it;
+- tma_rules_host.cpp: the TMA stand-in refuses what the hardware refuses (a box start off 16 bytes,
+  which faults on the GPU; a base or stride the driver will not encode), so a kernel that issues
+  such a copy fails on the CPU."""
 import shutil
 import subprocess
 from pathlib import Path
@@ -45,9 +48,19 @@ def _compiler():
 
 
 def _run(tmp_path, source, cases, defines=()):
+    """Build tests/host/``source`` (:func:`_build`), run it, and check its last line says none of
+    ``cases`` cases was wrong. ``defines``: -D flags."""
+    exe = _build(tmp_path, source, defines)
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0 and run.stdout.strip().endswith(f"0 of {cases} cases wrong"), (
+        run.stdout[-3000:] + run.stderr[-3000:])
+
+
+def _build(tmp_path, source, defines=()):
     """Build tests/host/``source`` against a copy of gemmlab/kernels with tests/host/ptx/ over its
     ptx/ (the copy: a header's own folder is searched first, so the real ptx/ headers would win),
-    run it, and check its last line says none of ``cases`` cases was wrong. ``defines``: -D flags."""
+    under the address and undefined-behaviour sanitizers where this compiler has them; returns
+    the executable."""
     cxx = _compiler()
     if cxx is None:
         pytest.skip("no C++ compiler (g++, c++ or clang++) on this machine")
@@ -67,9 +80,7 @@ def _run(tmp_path, source, cases, defines=()):
     if built.returncode and any(s in built.stderr for s in ("asan", "ubsan", "sanitize")):
         built = build(sanitize=False)  # no sanitizer runtime here: the values are still checked
     assert built.returncode == 0, built.stderr[-3000:]
-    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0 and run.stdout.strip().endswith(f"0 of {cases} cases wrong"), (
-        run.stdout[-3000:] + run.stderr[-3000:])
+    return exe
 
 
 def test_the_epilogues_store_each_output_once_in_place_and_moved(tmp_path):
@@ -101,3 +112,23 @@ def test_s11_matches_an_exact_reference_with_copies_landing_when_issued_and_at_t
 def test_the_copy_kernels_move_every_element_and_nothing_else(tmp_path):
     # 16 shapes x 2 batchings and grids and one broadcast transpose; 6 line lengths x 3 grids x 3 copies
     _run(tmp_path, "copies_host.cpp", 87)
+
+
+@pytest.fixture(scope="module")
+def tma_rules(tmp_path_factory):
+    return _build(tmp_path_factory.mktemp("tma_rules"), "tma_rules_host.cpp")
+
+
+@pytest.mark.parametrize("case,reason", [
+    ("start1", "box start not 16-byte aligned"), ("start2", "box start not 16-byte aligned"),
+    ("start3", "box start not 16-byte aligned"), ("row", "stride not a multiple of 16 bytes"),
+    ("base", "base address not 16-byte aligned")])
+def test_the_tma_stand_in_refuses_what_the_hardware_refuses(tma_rules, case, reason):
+    """A box that starts off a 16-byte boundary faults on the GPU (results/h100/logs/
+    tma-start-probe.txt); the stand-in stops the run there, so a kernel design that issues one
+    (docs/stages/s10-s11.md, "Rows that are not 16-byte aligned on TMA") fails on the CPU first."""
+    exe = tma_rules
+    ok = subprocess.run([str(exe), "ok"], capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0 and "0 of 256 values wrong" in ok.stdout, ok.stdout + ok.stderr
+    bad = subprocess.run([str(exe), case], capture_output=True, text=True, timeout=60)
+    assert bad.returncode != 0 and reason in bad.stderr and "box landed" not in bad.stdout, bad.stdout + bad.stderr

@@ -9,7 +9,16 @@
 // offsets and addresses agree). The copy lands when issued (a stage a consumer still reads shows
 // the overwrite), or, with host_tma_land_at_wait set, when a wait on its barrier would block (a
 // stage read before its full barrier's wait holds the poison or an older tile).
+// What the hardware refuses, the stand-in refuses too (it stops the run, saying why): a base
+// address or a stride that is not a multiple of 16 bytes (the driver's encode fails), and a box
+// whose first element is not 16-byte aligned, which the H100 measured faulting with an illegal
+// instruction (scripts/tma_start_probe.py, results/h100/logs/tma-start-probe.txt: dim-0 starts 1,
+// 2 and 3 floats past a 16-byte boundary fault, 0 and 4 load). A design that moves a box's start
+// off 16 bytes (the row groups of docs/stages/s10-s11.md) then fails here, on the CPU.
 #pragma once
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "ptx/mbarrier.cuh"
@@ -47,7 +56,20 @@ inline void host_tma_land(unsigned dst, TmaDescriptor map, int c0, int c1, int c
             }
 }
 
+// The rules above; 0 when the copy is one the hardware makes.
+inline const char* host_tma_refusal(const TmaDescriptor& map, int c0, int c1, int c2) {
+    if (reinterpret_cast<std::uintptr_t>(map.base) % 16) return "base address not 16-byte aligned";
+    if (map.strides[1] % 4 || map.strides[2] % 4) return "a stride not a multiple of 16 bytes";
+    const long first = long(c0) * map.strides[0] + long(c1) * map.strides[1] + long(c2) * map.strides[2];
+    if (((first % 4) + 4) % 4) return "box start not 16-byte aligned (the hardware faults: illegal instruction)";
+    return nullptr;
+}
+
 inline void tma_load_3d(unsigned dst, const TmaDescriptor* map, unsigned bar, int c0, int c1, int c2) {
+    if (const char* why = host_tma_refusal(*map, c0, c1, c2)) {
+        std::fprintf(stderr, "cp.async.bulk.tensor at (%d, %d, %d): %s\n", c0, c1, c2, why);
+        std::abort();
+    }
     const long bytes = 4L * map->box[0] * map->box[1] * map->box[2];
     std::lock_guard<std::mutex> lock(host_mbar_mutex);
     ++host_tma_loads;
