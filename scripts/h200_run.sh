@@ -268,6 +268,11 @@ for what in "$@"; do
       # prediction written before the run: docs/dispatch.md, "Repacked plans on random shapes"
       (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout ${VARIANT_LIMIT:-300} python3 short_k_probe.py 2>&1 \
         | grep -v -i warn | tee "$RES/short-k.txt" | tail -9) ;;
+    short-k-wide)
+      step "s10 tiles of 1-3 blocks an SM at split 1 on the random minimum (short K, 4-byte copies; seeds 58-63)"
+      # prediction written before the run: docs/dispatch.md, "Short K on 4-byte copies"
+      (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout ${VARIANT_LIMIT:-300} python3 s10_tile_probe.py --short-k-wide 2>&1 \
+        | grep -v -i warn | tee "$RES/short-k-wide.txt" | tail -11) ;;
     persistent)
       step "s11 on a persistent grid against one block a tile: W-wave series and auto's mid-size s11 plans (seed 64)"
       # prediction and rule written before the run: docs/stages/s10-s11.md, "A persistent grid"

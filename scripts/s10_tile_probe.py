@@ -17,7 +17,10 @@ ffma_serpentine (alone and with frag_carry); in nt the last two change nothing a
 carried over the barrier (frag_carry) and its FFMA runs in serpentine order (ffma_serpentine) at
 auto's stand-in tile and at cuBLAS's 4-byte geometry
 (64x128x8, 3 stages, 8x8 outputs a thread: 64x128 w32x64), against the stand-in as the runtime builds it.
-    python3 scripts/s10_tile_probe.py [--small-k | --w64x32 | --knobs | --carry]"""
+``--short-k-wide``: the random shapes (seeds 58-63) where auto fell furthest behind cuBLAS, all of
+them short K (96-233) on 4-byte copies, most on s10 128x256 (one block an SM), against s10 tiles of
+two and three blocks an SM at split 1 (the prediction: docs/dispatch.md, "Short K on 4-byte copies").
+    python3 scripts/s10_tile_probe.py [--small-k | --w64x32 | --knobs | --carry | --short-k-wide]"""
 import sys
 
 from gemmlab.bench.candidates import Operands
@@ -65,6 +68,22 @@ CARRY_CONFIGS = {
     "64x128 w32x64 bk8 s3 mb3 fc1": tile(64, 128, 32, 64, 3, bk=8, stages=3) | {"edge_shift": 1, "frag_carry": 1},
     "64x128 w32x64 bk16 s3 mb2 fc1": tile(64, 128, 32, 64, 2, bk=16, stages=3) | {"edge_shift": 1, "frag_carry": 1},
     "64x64 bk16 s3 mb3 fc1": tile(64, 64, 32, 32, 3, bk=16, stages=3) | {"edge_shift": 1, "frag_carry": 1},
+}
+
+# auto / cuBLAS 0.597-0.712 on seeds 58-63 (results/h100/logs/379482e: fixed4-seed61..63, epilogue2-seed58..60)
+SHORT_K_WIDE_SHAPES = [(3299, 2339, 101, "nt", 1), (1989, 1807, 111, "tn", 1), (1243, 2505, 111, "nn", 1),
+                       (3040, 2365, 148, "tn", 1), (384, 501, 99, "nt", 64), (489, 97, 129, "nt", 64),
+                       (737, 685, 128, "tt", 32), (595, 624, 233, "nt", 32), (1065, 1489, 96, "tn", 1),
+                       (3959, 532, 232, "tn", 1)]
+ONE_SLICE = {"edge_shift": 1, "split_k": 1}
+SHORT_K_WIDE_CONFIGS = {
+    "128x256 w64x64 ku4 mb1": tile(128, 256, 64, 64, 1, ku=4) | ONE_SLICE,
+    "128x128 w64x64 bk16 mb1": tile(128, 128, 64, 64, 1, bk=16) | ONE_SLICE,
+    "128x128 w32x64 bk16 mb2": tile(128, 128, 32, 64, 2, bk=16) | ONE_SLICE,
+    "128x64 w32x32 bk16 mb2": STAND_IN | ONE_SLICE,
+    "64x128 w32x64 bk16 mb2": tile(64, 128, 32, 64, 2, bk=16) | ONE_SLICE,
+    "64x128 w64x32 bk16 s3 mb3": tile(64, 128, 64, 32, 3, bk=16, stages=3) | ONE_SLICE,
+    "64x64 s3 mb3": tile(64, 64, 32, 32, 3, stages=3) | ONE_SLICE,
 }
 
 
@@ -130,6 +149,9 @@ def knobs():
               f"ku{cfg['k_unroll']} mb{cfg['min_blocks']}] | time / it: " + " | ".join(cells), flush=True)
 
 
+if "--short-k-wide" in sys.argv:
+    small_k(SHORT_K_WIDE_CONFIGS, SHORT_K_WIDE_SHAPES)
+    sys.exit(0)
 if "--knobs" in sys.argv:
     knobs()
     sys.exit(0)
