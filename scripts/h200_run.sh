@@ -273,6 +273,16 @@ for what in "$@"; do
       # prediction written before the run: docs/dispatch.md, "Short K on 4-byte copies"
       (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout ${VARIANT_LIMIT:-300} python3 s10_tile_probe.py --short-k-wide 2>&1 \
         | grep -v -i warn | tee "$RES/short-k-wide.txt" | tail -11) ;;
+    short-k-blocks)
+      step "short K on 4-byte copies without one-block stand-ins (variant short_k_2blocks) on the plans it changes of fresh seeds 67-70"
+      # rule written before the run: docs/dispatch.md, "Short K on 4-byte copies"; the shapes from the CPU's dry run
+      shapes=""
+      for s in 67 68 69 70; do
+        shapes="$shapes $(cd scripts && PYTHONPATH=$PWD/..:$PWD python3 model_variant_probe.py --dry --variants \
+          as_is,short_k_2blocks --random 120 --seed $s 2>/dev/null | sed -n 's/^changed: //p')"
+      done
+      echo "shapes:$shapes"
+      fixed_variants as_is,short_k_2blocks short-k-blocks.txt ${VARIANT_LIMIT:-240} 12 $shapes ;;
     persistent)
       step "s11 on a persistent grid against one block a tile: W-wave series and auto's mid-size s11 plans (seed 64)"
       # prediction and rule written before the run: docs/stages/s10-s11.md, "A persistent grid"

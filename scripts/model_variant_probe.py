@@ -89,6 +89,9 @@ VARIANTS = {
     # s11's one-slice plans on a persistent grid (docs/stages/s10-s11.md, "A persistent grid"): the
     # same choices, other kernels (the log marks them " pg")
     "persistent": ((s11_tma, "PERSISTENT_GRID", True),),
+    # short K on 4-byte copies: stand-ins of one block an SM ranked last (docs/dispatch.md, "Short K
+    # on 4-byte copies")
+    "short_k_2blocks": ((model, "SHORT_K_UNALIGNED_MIN_BLOCKS", 2),),
     # s10's stand-in moves its M/N edge blocks inside the operands on 4-byte copies (s10 edge_shift;
     # the runtime since 2026-12-05), or keeps them where they are (before): the same choices, other kernels
     "edge_shift": ((s11_tma, "STAND_IN_EDGE_SHIFT", True),),

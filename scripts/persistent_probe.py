@@ -8,8 +8,9 @@ plan checked against float64 first). A line t(W) = a + b * W fitted to each: b i
 costs, and b(one block a tile) - b(persistent) what the persistent grid saves a wave.
 
 Part 2, auto's plans: random shapes (model_variant_probe.random_shapes, a fresh seed) of 1e9 to
-1e10 FLOP whose H200 choice is s11 with one slice of K and no cut: the choice's own config, copies
-and all, timed with ``persistent`` 0 and 1 beside cuBLAS.
+1e10 FLOP whose H200 choice is s11 with one slice of K and no cut, and that s11 runs itself (not
+its s10 stand-in, which has no persistent grid: the first run, on an H100, counted 12 such plans of
+19): the choice's own config, copies and all, timed with ``persistent`` 0 and 1 beside cuBLAS.
 
 docs/stages/s10-s11.md, "A persistent grid", has the prediction and the rule, written before any run.
     python3 scripts/persistent_probe.py [--dry] [--seed S] [--random N] [--part 1|2]"""
@@ -19,7 +20,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # its siblings, also when loaded by the tests
-from model_variant_probe import h200_choice, random_shapes, tile  # noqa: E402
+from model_variant_probe import h200_choice, random_shapes, runs, tile  # noqa: E402
 from probe_breakdown import gmean  # noqa: E402
 from short_k_probe import fit_line, one_wave_shape  # noqa: E402
 
@@ -59,6 +60,8 @@ def mid_plans(n: int, seed: int) -> list[tuple[tuple, dict]]:
             continue
         c = h200_choice(M, N, K, lay, batch)
         if c.spec.id != "s11" or c.split_k != 1 or c.tail is not None or c.stream_k:
+            continue
+        if runs(c, M, N, K, lay, batch):  # s11's stand-in runs (s10: no persistent grid)
             continue
         out.append(((M, N, K, lay, batch), dict(c.config, split_k=1, repack=int(c.repack),
                                                 a_transpose=int(c.a_transpose), persistent=0)))

@@ -1047,3 +1047,32 @@ def test_the_nearest_bound_rests_on_the_plans_the_h200_ran(monkeypatch):
     for seed in ("16", "18"):
         gain = [new / old for s, old, new in moved.values() if s == seed]
         assert gain and pb.gmean(gain) > 1.05 and min(gain) > 0.9, (seed, gain)
+
+
+def test_short_k_on_4_byte_copies_ranks_one_block_stand_ins_last_when_asked(monkeypatch):
+    """model.SHORT_K_UNALIGNED_MIN_BLOCKS (1, off; variant short_k_2blocks sets 2): below
+    SHORT_K_UNALIGNED_MAX_K on operands TMA cannot take, stand-ins of fewer blocks an SM come after
+    every other plan; aligned problems and longer K rank as before."""
+    from gemmlab.heuristics import choice
+    from gemmlab.stages import tensor_map
+
+    monkeypatch.setattr(tensor_map, "available", lambda: True)  # the H200's stand-ins
+    gpu = model.Gpu()
+
+    def ranked(M, N, K, lay):
+        p = Problem.dense(M, N, K, lay, a_ptr=1 << 40, b_ptr=2 << 40, d_ptr=3 << 40)
+        aligned = p.operands_aligned()
+        out = model.rank(M, N, K, 1, gpu, aligned=aligned, problem=choice.stand_in_problem(p, aligned, False, False))
+        return [(r.candidate.label, r.split_k, model.runs_as(r.candidate, aligned, p)[1].get("min_blocks", 1))
+                for r in out]
+
+    short = ranked(1989, 1807, 111, "tn")   # unaligned rows (K = 111), short K
+    assert short[0][2] == 1                  # as is: a one-block stand-in (128x256) first
+    aligned_short, long_k = ranked(1984, 1808, 112, "tn"), ranked(1989, 1807, 333, "tn")
+    monkeypatch.setattr(model, "SHORT_K_UNALIGNED_MIN_BLOCKS", 2)
+    floor = ranked(1989, 1807, 111, "tn")
+    blocks = [b for _, _, b in floor]
+    first_one = blocks.index(1)
+    assert first_one > 0 and all(b >= 2 for b in blocks[:first_one]) and all(b == 1 for b in blocks[first_one:])
+    assert sorted(floor) == sorted(short)    # the same plans, reordered
+    assert ranked(1984, 1808, 112, "tn") == aligned_short and ranked(1989, 1807, 333, "tn") == long_k

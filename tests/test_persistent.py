@@ -152,7 +152,7 @@ def test_gpu_persistent_batched_broadcast_and_in_place_c(layout):
 def test_the_probe_times_whole_waves_and_only_autos_one_slice_s11_plans():
     """scripts/persistent_probe.py (h200_run.sh persistent): its wave series are exact multiples
     of a full wave of the tile's blocks, its fit recovers a wave's cost, and part 2 holds only
-    the mid-size shapes that auto sends to s11 with one slice of K and no cut."""
+    the mid-size shapes that auto sends to s11 with one slice of K and no cut, run by s11 itself."""
     from script_loader import load_script
 
     from gemmlab.heuristics import space
@@ -173,6 +173,7 @@ def test_the_probe_times_whole_waves_and_only_autos_one_slice_s11_plans():
         assert 1e9 <= 2.0 * M * N * K * batch < 1e10
         c = mvp.h200_choice(M, N, K, lay, batch)
         assert c.spec.id == "s11" and c.split_k == 1 and c.tail is None
+        assert not mvp.runs(c, M, N, K, lay, batch)  # s11 itself runs, not its s10 stand-in
         assert cfg["split_k"] == 1 and cfg["block_m"] == c.config["block_m"] and cfg["repack"] == int(c.repack)
         assert cfg["persistent"] == 0  # the baseline: one block a tile, whatever the rule says
         S11.config({k: v for k, v in cfg.items() if k not in ("split_k", "repack", "a_transpose")} | {"persistent": 1})

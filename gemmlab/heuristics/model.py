@@ -83,6 +83,15 @@ EPILOGUE_CLUSTER_BAND = False
 # ``predict``). False: the candidate's (before 2026-12-04, ninth session). On the random seeds
 # and the suites it moves no choice; on 400 odd nt shapes 7 (docs/dispatch.md).
 STAND_IN_OF_PROBLEM = True
+# Short K on s10's 4-byte copies (``aligned=False``, K below SHORT_K_UNALIGNED_MAX_K): stand-ins
+# of fewer than this many blocks an SM are ranked after every other plan. 1: off (the runtime).
+# The random minimum (seeds 58-63: auto/cuBLAS 0.60-0.71, K 96-233) ran s10 128x256 at one block an
+# SM, which the model puts ~10% ahead of 128x128 x2 there; measured (H100, s10_tile_probe.py
+# --short-k-wide, results/h100/logs/e38ffd7/short-k-wide.txt) 128x128 w32x64 x2 beat it at all 8
+# such shapes, 1.04-1.25x. Variant ``short_k_2blocks`` of scripts/model_variant_probe.py sets 2;
+# the rule that turns it on is in docs/dispatch.md, "Short K on 4-byte copies".
+SHORT_K_UNALIGNED_MIN_BLOCKS = 1
+SHORT_K_UNALIGNED_MAX_K = 256
 
 
 @dataclass(frozen=True)
@@ -206,12 +215,14 @@ def rank(M: int, N: int, K: int, batch: int = 1, gpu: Gpu | None = None, *, allo
     before there was one). ``aligned=False``: operands TMA cannot take, ``problem`` the one the
     kernel sees (``predict``)."""
     gpu = gpu or Gpu()
-    out = []
+    out, last = [], []
+    short_k_floor = SHORT_K_UNALIGNED_MIN_BLOCKS if not aligned and K < SHORT_K_UNALIGNED_MAX_K else 1
     for cand in candidates if candidates is not None else space.candidates(gpu.cc):
         if candidates is None and not space.applies(cand, M, N):
             continue
         seen = set()
         runs = runs_as(cand, aligned, problem)
+        ranked_last = runs[1].get("min_blocks", 1) < short_k_floor
         for split in split_counts(cand, M, N, batch, gpu, runs[1]) if allow_split else (1,):
             if split > 1 and -(-K // split) < MIN_K_SLICE:
                 break
@@ -219,9 +230,10 @@ def rank(M: int, N: int, K: int, batch: int = 1, gpu: Gpu | None = None, *, allo
             if p.split_k in seen:
                 continue
             seen.add(p.split_k)
-            out.append(p)
+            (last if ranked_last else out).append(p)
     out.sort(key=lambda p: (p.seconds, p.split_k))
-    return out
+    last.sort(key=lambda p: (p.seconds, p.split_k))
+    return out + last
 
 
 WAVE_FITS = 4  # wave counts whose slice count split_counts adds

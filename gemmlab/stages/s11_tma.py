@@ -279,8 +279,9 @@ S10_STAGE_BYTES_MULTI_BLOCK = 64 * 1024
 # from 43.7 to 55.4 us and 496x727x651 from 32.1 to 37.7 (results/h200/logs/variants-16.txt).
 NT_STAND_IN_FEWER_BLOCKS = True
 # s11 plans with one slice of K on a persistent grid (config persistent=-1, the default, follows
-# this; kernels/epilogue/stream_k.cuh PersistentTiles). Off: built and checked on the CPU only
-# (twenty-ninth session); the rule that turns it on is in docs/stages/s10-s11.md, "A persistent grid".
+# this; kernels/epilogue/stream_k.cuh PersistentTiles). Off: it failed its rule (H100, thirtieth
+# session, results/h100/logs/e38ffd7/persistent.txt: 2-13 us a wave slower than one block a tile,
+# 1.002x on 19 auto plans, min 0.934); docs/stages/s10-s11.md, "A persistent grid".
 PERSISTENT_GRID = False
 # An experiment: no fragment prefetch in a stand-in on 4-byte copies whose launch bounds leave 128
 # registers a thread or fewer (128x64 w32x32 x2 spilled 4 local ops a K step in nn and tn; without
