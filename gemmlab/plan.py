@@ -334,8 +334,7 @@ class _Builder:
             variant = {**variant, "sep_c": 1}
         grid = spec.grid(cfg, prob)
         if stream_k is not None:
-            variant = {k: v for k, v in variant.items() if k != "persistent"}
-            variant = {**variant, "stream_k": 1}
+            variant = {**{k: v for k, v in variant.items() if k != "persistent"}, "stream_k": 1}
             grid = (stream_k[0], 1, 1)
         elif variant.get("persistent"):  # s11: as many blocks as the GPU holds, each running several tiles
             grid = (spec.persistent_blocks(cfg, prob, _device.info(self.dev).sms), 1, 1)

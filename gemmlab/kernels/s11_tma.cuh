@@ -158,9 +158,9 @@ struct S11Tma {
             int m0, n0, a_batch, b_batch;
         };
         auto corner = [&](int u) {
-            const int z = tiles.batch(u);
-            return Corner{static_cast<int>(tiles.row(u)), static_cast<int>(tiles.col(u)), (batch_mask & 1) ? z : 0,
-                          (batch_mask & 2) ? z : 0};
+            const TileAt t = tiles.at(u);
+            return Corner{static_cast<int>(t.row0), static_cast<int>(t.col0), (batch_mask & 1) ? t.batch : 0,
+                          (batch_mask & 2) ? t.batch : 0};
         };
         // Producer: K tile `tile` of the output tile at c -> stage, both boxes completing on the
         // stage's full barrier.
@@ -311,10 +311,12 @@ struct S11Tma {
             if constexpr (CLUSTER_K > 1) {
                 async::named_barrier_sync(1, CONSUMERS);  // every consumer warp has read its last stage
                 // the partial from the first stage buffer on
-                Reduce::finish(core, acc, const_cast<float*>(a_tiles), a_stages, args, tiles.row(0), tiles.col(0),
+                const TileAt t = tiles.at(0);
+                Reduce::finish(core, acc, const_cast<float*>(a_tiles), a_stages, args, t.row0, t.col0,
                                static_cast<int>(threadIdx.x));
             } else {
-                finish(core, tiles.args_of(u), tiles.row(u), tiles.col(u), acc);
+                const TileAt t = tiles.at(u);
+                finish(core, tiles.args_of(t), t.row0, t.col0, acc);
             }
         }
         if constexpr (REBALANCE) {

@@ -48,18 +48,22 @@ __device__ __forceinline__ void tile_corner(int64 pid, int64 M, int64 N, int bm,
     col0 = tile_n * bn;
 }
 
-// The tiles a block runs (a stage's run_tiles, s11_tma.cuh). OneTile: its own, at (row0, col0) of
-// batch blockIdx.z (the data-parallel grid, split-K, a stream-K segment).
+// The tiles a block runs (a stage's run_tiles, s11_tma.cuh), each as a TileAt: its first row and
+// column and its batch. OneTile: its own, at (row0, col0) of batch blockIdx.z (the data-parallel
+// grid, split-K, a stream-K segment).
+struct TileAt {
+    int64 row0, col0;
+    int batch;
+};
+
 struct OneTile {
     static constexpr bool ONE = true;
     GemmArgs whole;
     int64 row0, col0;
     __device__ __forceinline__ const GemmArgs& args() const { return whole; }
     __device__ __forceinline__ int count() const { return 1; }
-    __device__ __forceinline__ int64 row(int) const { return row0; }
-    __device__ __forceinline__ int64 col(int) const { return col0; }
-    __device__ __forceinline__ int batch(int) const { return static_cast<int>(blockIdx.z); }
-    __device__ __forceinline__ const GemmArgs& args_of(int) const { return whole; }
+    __device__ __forceinline__ TileAt at(int) const { return TileAt{row0, col0, static_cast<int>(blockIdx.z)}; }
+    __device__ __forceinline__ const GemmArgs& args_of(const TileAt&) const { return whole; }
 };
 
 // PersistentTiles: a grid of as many blocks as the GPU holds at once (the host's choice, at most
@@ -81,23 +85,19 @@ struct PersistentTiles {
         const int b = static_cast<int>(blockIdx.x), g = static_cast<int>(gridDim.x);
         return b < total ? (total - 1 - b) / g + 1 : 0;
     }
-    __device__ __forceinline__ int pid(int u) const { return static_cast<int>(blockIdx.x) + u * static_cast<int>(gridDim.x); }
-    __device__ __forceinline__ int batch(int u) const { return pid(u) / (tiles_m * tiles_n); }
-    __device__ __forceinline__ int64 row(int u) const {
+    // The block's u-th tile: pid b + u*G, its batch and its place in the batch's grouped order.
+    __device__ __forceinline__ TileAt at(int u) const {
+        const int pid = static_cast<int>(blockIdx.x) + u * static_cast<int>(gridDim.x);
+        const int per_batch = tiles_m * tiles_n;
+        const int z = pid / per_batch;
         int tm, tn;
-        tile_coords<int>(pid(u) % (tiles_m * tiles_n), tiles_m, tiles_n, GROUP_M, tm, tn);
-        return static_cast<int64>(tm) * BM;
+        tile_coords<int>(pid - z * per_batch, tiles_m, tiles_n, GROUP_M, tm, tn);
+        return TileAt{static_cast<int64>(tm) * BM, static_cast<int64>(tn) * BN, z};
     }
-    __device__ __forceinline__ int64 col(int u) const {
-        int tm, tn;
-        tile_coords<int>(pid(u) % (tiles_m * tiles_n), tiles_m, tiles_n, GROUP_M, tm, tn);
-        return static_cast<int64>(tn) * BN;
-    }
-    __device__ __forceinline__ GemmArgs args_of(int u) const {
+    __device__ __forceinline__ GemmArgs args_of(const TileAt& t) const {
         GemmArgs a = whole;
-        const int64 z = batch(u);
-        a.D += z * d_bs;
-        a.C += z * c_bs;
+        a.D += t.batch * d_bs;
+        a.C += t.batch * c_bs;
         return a;
     }
 };
