@@ -301,6 +301,10 @@ for what in "$@"; do
       step "ncu: gemmlab auto against cuBLAS on repacked random shapes (seeds 50-54), kernel by kernel"
       bash scripts/ncu_vs_cublas.sh "$RES/ncu-rp" "2900 1329 101 tn" "2168 2239 104 tt" "3596 3091 137 tn" \
         "2396 408 316 tt" "4032 796 271 nt" 2>&1 | tee "$RES/ncu_rp.txt" | tail -60 ;;
+    ncu-short-k)
+      step "ncu: gemmlab auto against cuBLAS on short K with 4-byte copies (the random minimum; seeds 58-63)"
+      bash scripts/ncu_vs_cublas.sh "$RES/ncu-short-k" "1989 1807 111 tn" "3299 2339 101 nt" "1243 2505 111 nn" \
+        "3040 2365 148 tn" 2>&1 | tee "$RES/ncu_short_k.txt" | tail -40 ;;
     tune-transposed)
       step "tune the layouts the wide suite's nn/nt entries run in with A transposed (runner.transposed_jobs; ships gemmlab/tune/tables)"
       # the entries the tuner adds to the suite's own (15 on 2026-12-07), derived on the CPU so they cannot drift

@@ -135,3 +135,41 @@ def test_default_cache_dir_follows_environment(tmp_cache):
     from gemmlab.jit import default_cache_dir
 
     assert default_cache_dir() == tmp_cache
+
+
+def test_cuobjdump_output_is_kept_per_cubin_in_the_process_and_on_disk(tmp_cache, monkeypatch):
+    """jit/disasm.py runs cuobjdump once per (cubin, arguments, tools): later calls, in this
+    process or another one on the same cache, read what it printed; another cubin, other
+    arguments or another cuobjdump run it again."""
+    from gemmlab.jit import disasm
+
+    runs = []
+
+    def fake_tool(args, cubin):
+        runs.append((args, cubin))
+        return f"{' '.join(args)} of {cubin.hex()} (run {len(runs)})"
+
+    monkeypatch.setattr(disasm, "_run_tool", fake_tool)
+    monkeypatch.setattr(disasm, "_outputs", type(disasm._outputs)())
+    first = disasm.disassemble(b"\x7fELF one")
+    assert disasm.disassemble(b"\x7fELF one") == first and len(runs) == 1         # this process
+    assert disasm._run_on_cubin(("--dump-resource-usage",), b"\x7fELF one") != first and len(runs) == 2
+    assert disasm.disassemble(b"\x7fELF two") != first and len(runs) == 3
+    disasm._outputs.clear()                                                        # as a new process
+    assert disasm.disassemble(b"\x7fELF one") == first and len(runs) == 3         # from the disk
+    assert list((tmp_cache / "sass").rglob("*.txt"))
+    monkeypatch.setattr(disasm, "_tools_identity", lambda: "another cuobjdump")
+    assert disasm.disassemble(b"\x7fELF one") != first and len(runs) == 4
+    for i in range(disasm._OUTPUTS_KEPT + 5):                                       # the process keeps a few
+        disasm.disassemble(bytes([i]))
+    assert len(disasm._outputs) == disasm._OUTPUTS_KEPT
+
+
+def test_cuobjdump_output_matches_a_fresh_run(tmp_cache):
+    """The kept output is cuobjdump's own: the same text as running it again on the cubin."""
+    from gemmlab.jit import disasm
+
+    tag = random.randrange(1 << 30)
+    ck = compile_cubin(_kernel_source(tag), f"k_{tag}", "sm_90", cache=KernelCache(tmp_cache / "k"))
+    kept = disasm.disassemble(ck.cubin)
+    assert kept == disasm._run_tool(("--dump-sass",), ck.cubin) and f"k_{tag}" in kept

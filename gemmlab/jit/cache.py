@@ -30,15 +30,18 @@ def default_cache_dir() -> Path:
 
 
 class KernelCache:
-    def __init__(self, root: Path | str | None = None):
+    """``suffix``: the entries' file suffix (jit/disasm.py keeps cuobjdump's text as ``.txt``)."""
+
+    def __init__(self, root: Path | str | None = None, suffix: str = ".cubin"):
         self._root = Path(root) if root is not None else None
+        self.suffix = suffix
 
     @property
     def root(self) -> Path:
         return self._root if self._root is not None else default_cache_dir()
 
     def path(self, key: str) -> Path:
-        return self.root / key[:2] / f"{key}.cubin"
+        return self.root / key[:2] / f"{key}{self.suffix}"
 
     def get(self, key: str):
         """Return (cubin bytes, metadata dict) or None when missing; deletes a corrupt entry."""
@@ -64,7 +67,7 @@ class KernelCache:
         meta_line = json.dumps(meta, sort_keys=True).encode() + b"\n"
         payload = meta_line + cubin
         header = MAGIC + b" " + hashlib.sha256(payload).hexdigest().encode() + b" " + str(len(payload)).encode() + b"\n"
-        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".tmp-", suffix=".cubin")
+        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".tmp-", suffix=self.suffix)
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(header + payload)

@@ -3,11 +3,19 @@ wheels, or the CUDA toolkit on PATH).
 
 Part of the runtime (``GEMMLAB_DUMP_SASS=1`` prints the SASS of every kernel compiled); the SASS
 inspector (gemmlab/analysis/sass.py) parses what :func:`disassemble` and ``_run_on_cubin`` print.
+
+What cuobjdump prints for a cubin is kept, in the process and on disk beside the cubins
+(``<cache>/sass/``, jit/cache.py's entries), keyed by the cubin's bytes, the arguments and the
+tools' identity (path, size and modification time of cuobjdump and nvdisasm): a run of cuobjdump
+costs ~0.5 s, and the compile tests and `gemmlab sass` read the same kernels again and again
+(each xdist worker its own process: the disk is what they share).
 """
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
+from collections import OrderedDict
 import shutil
 import subprocess
 import tempfile
@@ -43,7 +51,6 @@ def tool(name: str) -> str:
     raise ToolMissing(f"{name} not found: pip install nvidia-cuda-{name} (or put the CUDA toolkit on PATH)")
 
 
-@functools.lru_cache(maxsize=64)
 @functools.lru_cache(maxsize=None)
 def _tool_env() -> dict:
     """cuobjdump --dump-sass runs nvdisasm: point it at the one we found (the pip wheel's)."""
@@ -55,7 +62,61 @@ def _tool_env() -> dict:
     return env
 
 
+@functools.lru_cache(maxsize=None)
+def _tools_identity() -> str:
+    """Path, size and modification time of cuobjdump and of the nvdisasm it runs."""
+    out = []
+    for name in ("cuobjdump", "nvdisasm"):
+        try:
+            path = tool(name)
+            st = os.stat(path)
+            out.append(f"{path}:{st.st_size}:{st.st_mtime_ns}")
+        except (ToolMissing, OSError):
+            out.append(f"{name}:-")
+    return " ".join(out)
+
+
+def _output_key(args: tuple, cubin: bytes) -> str:
+    h = hashlib.sha256()
+    for part in (_tools_identity(), "\0".join(args)):
+        h.update(part.encode() + b"\n")
+    h.update(cubin)
+    return h.hexdigest()
+
+
+_outputs: OrderedDict = OrderedDict()  # this process's last _OUTPUTS_KEPT, by _output_key
+_OUTPUTS_KEPT = 64
+
+
+def _output_cache():
+    from .cache import KernelCache, default_cache_dir
+
+    return KernelCache(default_cache_dir() / "sass", suffix=".txt")
+
+
 def _run_on_cubin(args: tuple, cubin: bytes) -> str:
+    """What ``cuobjdump ARGS cubin`` prints (kept: see the module's text)."""
+    key = _output_key(tuple(args), cubin)
+    text = _outputs.get(key)
+    if text is None:
+        hit = _output_cache().get(key)
+        if hit is not None:
+            text = hit[0].decode()
+        else:
+            text = _run_tool(tuple(args), cubin)
+            try:
+                _output_cache().put(key, text.encode(), {"cuobjdump": list(args)})
+            except OSError:
+                pass  # a read-only cache: the output is still this process's
+        _outputs[key] = text
+        if len(_outputs) > _OUTPUTS_KEPT:
+            _outputs.popitem(last=False)
+    else:
+        _outputs.move_to_end(key)
+    return text
+
+
+def _run_tool(args: tuple, cubin: bytes) -> str:
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(cubin)
         f.flush()

@@ -1,7 +1,7 @@
 // tests/host/s10_host.cpp — s10's whole kernel (s10_cp_async.cuh: the cp.async tile copies, the
 // warp-tile FFMAs, the epilogue) on 4-byte copies, compiled from the kernels' own headers and run
 // on the CPU: each CUDA thread a std::thread, __syncthreads the block's barrier, a copy landing
-// when it is issued or at its wait (tests/host/ptx/), the blocks one after another at the origins the generated
+// when it is issued or (argument "at-wait") at its wait (tests/host/ptx/), the blocks one after another at the origins the generated
 // kernel gives them (jit/source.py: tile_m * BLOCK_M, tile_n * BLOCK_N). Operands of small
 // integers, so every sum is exact: D = A B + 2 C (C the output itself, read in place) must match
 // an integer reference at every output, for each layout, with and without EDGE_SHIFT (the edge
@@ -11,6 +11,7 @@
 
 #include <cstdio>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -126,7 +127,13 @@ static void tile(const char* name) {
     one_vec(std::false_type{}, std::true_type{});
 }
 
-int main() {
+// argument "at-wait": the copies land at the wait that covers them (tests/host/ptx/cp_async.cuh)
+int main(int argc, char** argv) {
+    if (argc > 2 || (argc == 2 && std::string(argv[1]) != "at-wait")) {
+        std::fprintf(stderr, "usage: %s [at-wait]\n", argv[0]);
+        return 2;
+    }
+    gemmlab::async::host_cp_async_land_at_wait = argc == 2;
     tile<64, 128, 32, 32, 64, 2, 3, false>("64x128 w32x64 x2");
     tile<64, 64, 32, 32, 32, 2, 3, true, false, -1, true>("64x64 w32x32 x3 (fragment prefetch, serpentine)");
     tile<128, 64, 16, 32, 32, 2, 4, false>("128x64 w32x32 bk16 x2");

@@ -1,8 +1,8 @@
 // tests/host/ptx/cp_async.cuh — stands in for gemmlab/kernels/ptx/cp_async.cuh on the CPU. A copy
 // reads its source when it is issued (src_bytes from src, zeros after them, up to the copy's size)
 // and lands in shared memory either at once (the default: a copy into a stage that another thread
-// still reads then shows, what the block's barriers must prevent) or, built with
-// -DHOST_CP_ASYNC_LAND_AT_WAIT, as late as the PTX allows: a thread's copies join its open group,
+// still reads then shows, what the block's barriers must prevent) or, with host_cp_async_land_at_wait
+// set (the harness's choice, run by run), as late as the PTX allows: a thread's copies join its open group,
 // commit_group closes it, and wait_group<N> lands the thread's oldest committed groups until N are
 // left, so a stage read before the wait and barrier that cover it holds what was there before
 // (the poison, or an older tile).
@@ -16,7 +16,7 @@
 namespace gemmlab {
 namespace async {
 
-#ifdef HOST_CP_ASYNC_LAND_AT_WAIT
+inline bool host_cp_async_land_at_wait = false;
 struct HostPendingCopy {
     unsigned dst;
     int size;
@@ -26,28 +26,26 @@ struct HostPendingCopy {
 inline thread_local std::deque<std::vector<HostPendingCopy>> host_groups(1);
 
 inline void host_copy(unsigned dst, const void* src, int src_bytes, int size) {
+    if (!host_cp_async_land_at_wait) {
+        std::memcpy(host_shared + dst, src, src_bytes);
+        std::memset(host_shared + dst + src_bytes, 0, size - src_bytes);
+        return;
+    }
     HostPendingCopy c{dst, size, {}};
     std::memcpy(c.bytes, src, src_bytes);
     std::memset(c.bytes + src_bytes, 0, size - src_bytes);
     host_groups.back().push_back(c);
 }
-inline void commit_group() { host_groups.emplace_back(); }
+inline void commit_group() {
+    if (host_cp_async_land_at_wait) host_groups.emplace_back();
+}
 template <int PENDING>
 inline void wait_group() {
-    while (host_groups.size() - 1 > static_cast<size_t>(PENDING)) {
+    while (host_cp_async_land_at_wait && host_groups.size() - 1 > static_cast<size_t>(PENDING)) {
         for (const HostPendingCopy& c : host_groups.front()) std::memcpy(host_shared + c.dst, c.bytes, c.size);
         host_groups.pop_front();
     }
 }
-#else
-inline void host_copy(unsigned dst, const void* src, int src_bytes, int size) {
-    std::memcpy(host_shared + dst, src, src_bytes);
-    std::memset(host_shared + dst + src_bytes, 0, size - src_bytes);
-}
-inline void commit_group() {}
-template <int PENDING>
-inline void wait_group() {}
-#endif
 
 inline void copy_16(unsigned dst, const void* src, int src_bytes) { host_copy(dst, src, src_bytes, 16); }
 inline void copy_4(unsigned dst, const void* src, int src_bytes) { host_copy(dst, src, src_bytes, 4); }
