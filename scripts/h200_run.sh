@@ -288,6 +288,11 @@ for what in "$@"; do
       # prediction and rule written before the run: docs/stages/s10-s11.md, "A persistent grid"
       (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout ${VARIANT_LIMIT:-400} python3 persistent_probe.py --seed 64 2>&1 \
         | grep -v -i warn | tee "$RES/persistent.txt" | tail -16) ;;
+    persistent-producer)
+      step "s11 on a persistent grid and one block a tile, each with thread 0 and with a producer warpgroup issuing the copies (part 1)"
+      # prediction written before the run: docs/stages/s10-s11.md, "A persistent grid" (thirty-first session)
+      (cd scripts && PYTHONPATH=$PWD/..:$PWD timeout ${VARIANT_LIMIT:-400} python3 persistent_probe.py --part 1 --producer-warp 2>&1 \
+        | grep -v -i warn | tee "$RES/persistent-producer.txt" | tail -20) ;;
     persistent-variants)
       step "the runtime with s11's one-slice plans on a persistent grid (variant persistent) on fresh random shapes (seeds 65, 66)"
       # rule written before the run: docs/stages/s10-s11.md, "A persistent grid"

@@ -12,8 +12,12 @@ Part 2, auto's plans: random shapes (model_variant_probe.random_shapes, a fresh 
 its s10 stand-in, which has no persistent grid: the first run, on an H100, counted 12 such plans of
 19): the choice's own config, copies and all, timed with ``persistent`` 0 and 1 beside cuBLAS.
 
+``--producer-warp``: part 1 times both grids with a producer warpgroup too (``producer_warp`` 1:
+the TMA copies issued by a warp of their own, so no consumer warp waits on the empty barriers),
+to tell the suspects for the persistent grid's loss apart (docs/stages/s10-s11.md).
+
 docs/stages/s10-s11.md, "A persistent grid", has the prediction and the rule, written before any run.
-    python3 scripts/persistent_probe.py [--dry] [--seed S] [--random N] [--part 1|2]"""
+    python3 scripts/persistent_probe.py [--dry] [--seed S] [--random N] [--part 1|2] [--producer-warp]"""
 from __future__ import annotations
 
 import sys
@@ -68,6 +72,16 @@ def mid_plans(n: int, seed: int) -> list[tuple[tuple, dict]]:
     return out
 
 
+def series_configs(cfg: dict, producer_warp: bool) -> dict:
+    """{series name: s11 config} part 1 times: one block a tile and the persistent grid, and with
+    ``producer_warp`` the same two with a producer warpgroup."""
+    out = {"one block a tile": cfg, "persistent": dict(cfg, persistent=1)}
+    if producer_warp:
+        out["one tile, producer warp"] = dict(cfg, producer_warp=1)
+        out["persistent, producer warp"] = dict(cfg, persistent=1, producer_warp=1)
+    return out
+
+
 def per_wave(times: list[float], waves=WAVES) -> float:
     """The slope of the line fitted to a wave series' times (us a wave)."""
     pairs = [(w, t) for w, t in zip(waves, times) if t == t]
@@ -96,12 +110,13 @@ def main(argv):
         for label in TILES:
             cfg = s11_config(label)
             for K in KS:
-                series = {"one block a tile": [], "persistent": [], "cuBLAS": []}
+                grids = series_configs(cfg, "--producer-warp" in argv)
+                series = {name: [] for name in (*grids, "cuBLAS")}
                 for M, N in wave_shapes(label):
                     ops = Operands.make(M, N, K, "nn")
                     ops.reference()
-                    series["one block a tile"].append(run_checked(t, ops, "s11", cfg)[0])
-                    series["persistent"].append(run_checked(t, ops, "s11", dict(cfg, persistent=1))[0])
+                    for name, grid_cfg in grids.items():
+                        series[name].append(run_checked(t, ops, "s11", grid_cfg)[0])
                     series["cuBLAS"].append(cublas_us(t, ops))
                     del ops
                 for name, times in series.items():
@@ -109,6 +124,9 @@ def main(argv):
                           + f" | {per_wave(times):7.2f} us a wave", flush=True)
                 saved = per_wave(series["one block a tile"]) - per_wave(series["persistent"])
                 print(f"{label:30} K={K:<4} saved a wave: {saved:.2f} us", flush=True)
+                if "persistent, producer warp" in series:
+                    saved = per_wave(series["one tile, producer warp"]) - per_wave(series["persistent, producer warp"])
+                    print(f"{label:30} K={K:<4} saved a wave with a producer warp: {saved:.2f} us", flush=True)
     if "2" in part:
         print(f"part 2: {len(plans)} auto plans (s11, split 1) of seed {seed}: us, ratio to cuBLAS", flush=True)
         gains = []

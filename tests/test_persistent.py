@@ -177,6 +177,13 @@ def test_the_probe_times_whole_waves_and_only_autos_one_slice_s11_plans():
         assert cfg["split_k"] == 1 and cfg["block_m"] == c.config["block_m"] and cfg["repack"] == int(c.repack)
         assert cfg["persistent"] == 0  # the baseline: one block a tile, whatever the rule says
         S11.config({k: v for k, v in cfg.items() if k not in ("split_k", "repack", "a_transpose")} | {"persistent": 1})
+    # --producer-warp: the same grids with a producer warpgroup, each a legal s11 config
+    base = probe.s11_config(probe.TILES[1])
+    grids = probe.series_configs(base, True)
+    assert list(probe.series_configs(base, False)) == ["one block a tile", "persistent"]
+    assert [(g.get("persistent", 0), g.get("producer_warp", 0)) for g in grids.values()] == [(0, 0), (1, 0), (0, 1), (1, 1)]
+    for g in grids.values():
+        assert S11.threads(S11.config({k: v for k, v in g.items() if k != "split_k"})) == (256 if g.get("producer_warp") else 128)
 
 
 def test_a_persistent_grid_shows_in_the_variant_logs_and_counts_as_a_changed_plan():
