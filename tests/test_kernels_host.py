@@ -47,11 +47,11 @@ def _compiler():
     return None
 
 
-def _run(tmp_path, source, cases, defines=(), runs=((),)):
+def _run(tmp_path, source, cases, runs=((),)):
     """Build tests/host/``source`` (:func:`_build`), run it once per item of ``runs`` (its
     arguments; the runs side by side), and check each run's last line says none of ``cases``
-    cases was wrong. ``defines``: -D flags."""
-    exe = _build(tmp_path, source, defines)
+    cases was wrong."""
+    exe = _build(tmp_path, source)
     procs = [(args, subprocess.Popen([str(exe), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
              for args in runs]
     for args, proc in procs:
@@ -60,7 +60,7 @@ def _run(tmp_path, source, cases, defines=(), runs=((),)):
             f"{source} {' '.join(args)}:\n" + out[-3000:] + err[-3000:])
 
 
-def _build(tmp_path, source, defines=()):
+def _build(tmp_path, source):
     """Build tests/host/``source`` against a copy of gemmlab/kernels with tests/host/ptx/ over its
     ptx/ (the copy: a header's own folder is searched first, so the real ptx/ headers would win),
     under the address and undefined-behaviour sanitizers where this compiler has them; returns
@@ -77,8 +77,8 @@ def _build(tmp_path, source, defines=()):
     def build(sanitize):
         flags = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"] if sanitize else []
         return subprocess.run([cxx, "-std=c++20", "-O1", "-Wno-unknown-pragmas", "-pthread", *flags,
-                               *(f"-D{d}" for d in defines), "-I", str(kernels),
-                               "-I", str(HOST), str(HOST / source), "-o", str(exe)], capture_output=True, text=True)
+                               "-I", str(kernels), "-I", str(HOST), str(HOST / source), "-o", str(exe)],
+                              capture_output=True, text=True)
 
     built = build(sanitize=True)
     if built.returncode and any(s in built.stderr for s in ("asan", "ubsan", "sanitize")):

@@ -15,10 +15,10 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-from collections import OrderedDict
 import shutil
 import subprocess
 import tempfile
+from collections import OrderedDict
 from pathlib import Path
 
 
