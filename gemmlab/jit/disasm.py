@@ -5,7 +5,7 @@ Part of the runtime (``GEMMLAB_DUMP_SASS=1`` prints the SASS of every kernel com
 inspector (gemmlab/analysis/sass.py) parses what :func:`disassemble` and ``_run_on_cubin`` print.
 
 What cuobjdump prints for a cubin is kept, in the process and on disk beside the cubins
-(``<cache>/sass/``, jit/cache.py's entries), keyed by the cubin's bytes, the arguments and the
+(``<cache>/sass/``, jit/cache.py's entries, zlib-compressed: ~0.6 MB of text a kernel), keyed by the cubin's bytes, the arguments and the
 tools' identity (path, size and modification time of cuobjdump and nvdisasm): a run of cuobjdump
 costs ~0.5 s, and the compile tests and `gemmlab sass` read the same kernels again and again
 (each xdist worker its own process: the disk is what they share).
@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import zlib
 from collections import OrderedDict
 from pathlib import Path
 
@@ -101,11 +102,11 @@ def _run_on_cubin(args: tuple, cubin: bytes) -> str:
     if text is None:
         hit = _output_cache().get(key)
         if hit is not None:
-            text = hit[0].decode()
+            text = zlib.decompress(hit[0]).decode()
         else:
             text = _run_tool(tuple(args), cubin)
             try:
-                _output_cache().put(key, text.encode(), {"cuobjdump": list(args)})
+                _output_cache().put(key, zlib.compress(text.encode(), 6), {"cuobjdump": list(args), "zlib": 1})
             except OSError:
                 pass  # a read-only cache: the output is still this process's
         _outputs[key] = text
