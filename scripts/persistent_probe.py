@@ -72,13 +72,18 @@ def mid_plans(n: int, seed: int) -> list[tuple[tuple, dict]]:
     return out
 
 
+# part 1's grids in pairs: (one block a tile, the persistent grid, producer_warp)
+PAIRS = (("one block a tile", "persistent", 0), ("one tile, producer warp", "persistent, producer warp", 1))
+
+
 def series_configs(cfg: dict, producer_warp: bool) -> dict:
     """{series name: s11 config} part 1 times: one block a tile and the persistent grid, and with
     ``producer_warp`` the same two with a producer warpgroup."""
-    out = {"one block a tile": cfg, "persistent": dict(cfg, persistent=1)}
-    if producer_warp:
-        out["one tile, producer warp"] = dict(cfg, producer_warp=1)
-        out["persistent, producer warp"] = dict(cfg, persistent=1, producer_warp=1)
+    out = {}
+    for one, per, pw in PAIRS[:2 if producer_warp else 1]:
+        extra = {"producer_warp": 1} if pw else {}
+        out[one] = dict(cfg, **extra)
+        out[per] = dict(cfg, persistent=1, **extra)
     return out
 
 
@@ -122,11 +127,11 @@ def main(argv):
                 for name, times in series.items():
                     print(f"{label:30} K={K:<4} {name:17} " + " ".join(f"{x:8.1f}" for x in times)
                           + f" | {per_wave(times):7.2f} us a wave", flush=True)
-                saved = per_wave(series["one block a tile"]) - per_wave(series["persistent"])
-                print(f"{label:30} K={K:<4} saved a wave: {saved:.2f} us", flush=True)
-                if "persistent, producer warp" in series:
-                    saved = per_wave(series["one tile, producer warp"]) - per_wave(series["persistent, producer warp"])
-                    print(f"{label:30} K={K:<4} saved a wave with a producer warp: {saved:.2f} us", flush=True)
+                for one, per, pw in PAIRS:
+                    if per in series:
+                        saved = per_wave(series[one]) - per_wave(series[per])
+                        print(f"{label:30} K={K:<4} saved a wave{' with a producer warp' if pw else ''}: "
+                              f"{saved:.2f} us", flush=True)
     if "2" in part:
         print(f"part 2: {len(plans)} auto plans (s11, split 1) of seed {seed}: us, ratio to cuBLAS", flush=True)
         gains = []

@@ -140,7 +140,7 @@ def test_default_cache_dir_follows_environment(tmp_cache):
 def test_cuobjdump_output_is_kept_per_cubin_in_the_process_and_on_disk(tmp_cache, monkeypatch):
     """jit/disasm.py runs cuobjdump once per (cubin, arguments, tools): later calls, in this
     process or another one on the same cache, read what it printed; another cubin, other
-    arguments or another cuobjdump run it again."""
+    arguments, another cuobjdump or an entry of the uncompressed format run it again."""
     from gemmlab.jit import disasm
 
     runs = []
@@ -158,8 +158,13 @@ def test_cuobjdump_output_is_kept_per_cubin_in_the_process_and_on_disk(tmp_cache
     disasm._outputs.clear()                                                        # as a new process
     assert disasm.disassemble(b"\x7fELF one") == first and len(runs) == 3         # from the disk
     assert list((tmp_cache / "sass").rglob("*.txt"))
+    key = disasm._output_key(("--dump-sass",), b"\x7fELF one")                   # an entry not zlib's
+    disasm._output_cache().put(key, b"plain text", {"cuobjdump": ["--dump-sass"]})
+    disasm._outputs.clear()
+    again = disasm.disassemble(b"\x7fELF one")
+    assert again != first and len(runs) == 4 and disasm._kept_text(disasm._output_cache().get(key)) == again
     monkeypatch.setattr(disasm, "_tools_identity", lambda: "another cuobjdump")
-    assert disasm.disassemble(b"\x7fELF one") != first and len(runs) == 4
+    assert disasm.disassemble(b"\x7fELF one") not in (first, again) and len(runs) == 5
     for i in range(disasm._OUTPUTS_KEPT + 5):                                       # the process keeps a few
         disasm.disassemble(bytes([i]))
     assert len(disasm._outputs) == disasm._OUTPUTS_KEPT

@@ -5,9 +5,9 @@ Part of the runtime (``GEMMLAB_DUMP_SASS=1`` prints the SASS of every kernel com
 inspector (gemmlab/analysis/sass.py) parses what :func:`disassemble` and ``_run_on_cubin`` print.
 
 What cuobjdump prints for a cubin is kept, in the process and on disk beside the cubins
-(``<cache>/sass/``, jit/cache.py's entries, zlib-compressed: ~0.6 MB of text a kernel), keyed by the cubin's bytes, the arguments and the
-tools' identity (path, size and modification time of cuobjdump and nvdisasm): a run of cuobjdump
-costs ~0.5 s, and the compile tests and `gemmlab sass` read the same kernels again and again
+(``<cache>/sass/``, jit/cache.py's entries, zlib-compressed: ~0.6 MB of text a kernel), keyed
+by the cubin's bytes, the arguments and the tools' identity (path, size and modification time of
+cuobjdump and nvdisasm): a run of cuobjdump costs ~0.5 s, and the compile tests and `gemmlab sass` read the same kernels again and again
 (each xdist worker its own process: the disk is what they share).
 """
 from __future__ import annotations
@@ -97,16 +97,16 @@ def _output_cache():
 
 def _run_on_cubin(args: tuple, cubin: bytes) -> str:
     """What ``cuobjdump ARGS cubin`` prints (kept: see the module's text)."""
-    key = _output_key(tuple(args), cubin)
+    args = tuple(args)
+    key = _output_key(args, cubin)
     text = _outputs.get(key)
     if text is None:
-        hit = _output_cache().get(key)
-        if hit is not None:
-            text = zlib.decompress(hit[0]).decode()
-        else:
-            text = _run_tool(tuple(args), cubin)
+        cache = _output_cache()
+        text = _kept_text(cache.get(key))
+        if text is None:
+            text = _run_tool(args, cubin)
             try:
-                _output_cache().put(key, zlib.compress(text.encode(), 6), {"cuobjdump": list(args), "zlib": 1})
+                cache.put(key, zlib.compress(text.encode(), 6), {"cuobjdump": list(args), "zlib": 1})
             except OSError:
                 pass  # a read-only cache: the output is still this process's
         _outputs[key] = text
@@ -115,6 +115,17 @@ def _run_on_cubin(args: tuple, cubin: bytes) -> str:
     else:
         _outputs.move_to_end(key)
     return text
+
+
+def _kept_text(hit) -> str | None:
+    """An entry's text, or None where there is none or it is not this format's (an entry of the
+    uncompressed format of 5a765cb under the same key: rerun, and written over)."""
+    if hit is None or not hit[1].get("zlib"):
+        return None
+    try:
+        return zlib.decompress(hit[0]).decode()
+    except (zlib.error, UnicodeDecodeError):
+        return None
 
 
 def _run_tool(args: tuple, cubin: bytes) -> str:
